@@ -1,0 +1,32 @@
+# The two commands a newcomer types: `make demo` and `make test`.  Each creates .venv if missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# one environment with everything the demo, the tests and the benchmarks use
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,plots,parquet,distributed]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/iowatt run scenarios/library/checkpoint_llama405b_8gpu.yaml --format table
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -n 2 -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,198 @@
+"""The `iowatt` command.  Heavy modules are imported inside commands so `--help` stays instant."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from iowatt.errors import user_errors
+
+app = typer.Typer(
+    name="iowatt",
+    help="Simulate storage and energy in AI servers: checkpoints, data loaders, GNN loaders, fio, "
+    "on GPUs, PCIe, SSDs, HDDs, arrays and clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+catalog_app = typer.Typer(help="Devices the simulator knows, with the provenance of every number.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
+]
+FormatOption = Annotated[
+    str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal and json otherwise).")
+]
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from simulator.provenance import version
+
+        typer.echo(f"iowatt {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """iowatt command line."""
+
+
+@app.command()
+@user_errors
+def run(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
+    set_: SetOption = None,
+    fmt: FormatOption = None,
+    output: OutputOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved scenario and stop.")] = False,
+    timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
+) -> None:
+    """Run one scenario and print its metrics and energy."""
+    from iowatt.output import choose_format, write_text
+    from scenarios.loader import load
+
+    loaded = load(scenario, set_ or [])
+    if dry_run:
+        import yaml
+
+        write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
+        return
+    chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    from scenarios.run import run_scenario
+    from simulator import report
+
+    document, sim = run_scenario(loaded)
+    if timing:
+        print(
+            f"engine: {sim.wall_seconds * 1e3:.2f} ms wall, {sim.engine['events']} events, "
+            f"{sim.engine['recomputes']} recomputes, {sim.engine['flows']} flows",
+            file=sys.stderr,
+        )
+    if chosen == "json":
+        text = report.to_json(document)
+    elif chosen == "csv":
+        text = report.to_csv([report.metrics_row(document)])
+    else:
+        text = report.render_table(document)
+    write_text(text, output)
+
+
+@app.command()
+@user_errors
+def schema(output: OutputOption = None) -> None:
+    """Print the JSON Schema of scenario files."""
+    import json
+
+    from iowatt.output import write_text
+    from scenarios.schema import json_schema
+
+    write_text(json.dumps(json_schema(), indent=2) + "\n", output)
+
+
+@catalog_app.command("list")
+@user_errors
+def catalog_list(
+    kind: Annotated[str | None, typer.Option("--kind", "-k", help="Only this family: ssd, hdd, gpu, cpu, ...")] = None,
+    fmt: FormatOption = None,
+) -> None:
+    """List catalog entries with counts of datasheet / measured / calibrated / assumed values."""
+    from models import catalog
+    from simulator import report
+
+    entries = catalog.entries(kind)
+    if kind is not None and not entries:
+        known = sorted({e.kind for e in catalog.entries()})
+        raise catalog.CatalogError(f"--kind: expected one of {', '.join(known)}, found {kind!r}")
+    rows = [
+        {"kind": e.kind, "name": e.name, "model": getattr(e.spec, "model", ""), **e.provenance_counts()} for e in entries
+    ]
+    from iowatt.output import choose_format, write_text
+
+    chosen = choose_format(fmt, None, ("table", "json", "csv"))
+    if chosen == "json":
+        import json
+
+        write_text(json.dumps(rows, indent=2) + "\n", None)
+    elif chosen == "csv":
+        write_text(report.to_csv(rows), None)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="iowatt catalog (value counts by provenance)")
+        for column in ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed"):
+            table.add_column(column, justify="right" if column in ("datasheet", "measured", "calibrated", "assumed") else "left")
+        for row in rows:
+            table.add_row(*(str(row[c]) for c in ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed")))
+        Console(width=120).print(table)
+
+
+@catalog_app.command("show")
+@user_errors
+def catalog_show(
+    name: Annotated[str, typer.Argument(help="Catalog name or alias, e.g. micron-6550-ion.")],
+    fmt: FormatOption = None,
+) -> None:
+    """Show one entry: every value with where it comes from."""
+    import json
+
+    from iowatt.output import choose_format, write_text
+    from models import catalog
+
+    entry = catalog.find(name)
+    values = entry.spec.model_dump(mode="json")
+    chosen = choose_format(fmt, None, ("table", "json"))
+    if chosen == "json":
+        document = {
+            "kind": entry.kind,
+            "name": entry.name,
+            "aliases": list(entry.aliases),
+            "values": values,
+            "provenance": {k: v.model_dump() for k, v in entry.provenance.items()},
+        }
+        write_text(json.dumps(document, indent=2) + "\n", None)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{entry.kind} {entry.name} ({', '.join(entry.aliases) or 'no aliases'})")
+    for column in ("field", "value", "provenance", "source / reasoning"):
+        table.add_column(column, overflow="fold")
+    for field, value in values.items():
+        prov = entry.provenance.get(field)
+        table.add_row(
+            field,
+            json.dumps(value) if not isinstance(value, str) else value,
+            prov.p if prov else "",
+            "; ".join(x for x in (prov.src, prov.note) if x) if prov else "",
+        )
+    Console(width=140).print(table)
+
+
+def _register_extensions() -> None:
+    """Commands that live in their own modules (one module per command family)."""
+    import importlib
+    import pkgutil
+
+    import iowatt.commands as commands
+
+    for info in pkgutil.iter_modules(commands.__path__):
+        module = importlib.import_module(f"iowatt.commands.{info.name}")
+        module.register(app)
+
+
+_register_extensions()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,127 @@
+"""The device catalog: YAML files beside this module, one per device family.
+
+Each file holds `kind` (ssd, gpu, cpu, ...) and `entries: {name: fields}`.
+Fields are written plain or wrapped with their provenance (see
+models.provenance).  Names are lower-case with dashes; `aliases` lists other
+names that resolve to the same entry.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from models.compute import CPUSpec, GPUSpec
+from models.provenance import KINDS, Provenance, unwrap
+from models.ssd import SSDSpec
+
+CATALOG_DIR = Path(__file__).parent
+
+SPEC_TYPES: dict[str, type[BaseModel]] = {"ssd": SSDSpec, "gpu": GPUSpec, "cpu": CPUSpec}
+
+
+class CatalogError(LookupError):
+    """A name the catalog does not know, or a catalog file that is malformed."""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    kind: str
+    spec: BaseModel
+    provenance: dict[str, Provenance]
+    aliases: tuple[str, ...]
+    source_file: str
+
+    def provenance_counts(self) -> dict[str, int]:
+        counts = Counter(p.p for p in self.provenance.values())
+        return {k: counts.get(k, 0) for k in KINDS}
+
+
+def register_spec_type(kind: str, spec_type: type[BaseModel]) -> None:
+    """Let a model module add a device family (hdd, fabric, ...) to the catalog."""
+    SPEC_TYPES[kind] = spec_type
+    _load.cache_clear()
+
+
+def _parse_file(path: Path) -> list[CatalogEntry]:
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict) or "kind" not in raw or "entries" not in raw:
+        raise CatalogError(f"{path.name}: expected a mapping with `kind` and `entries`")
+    kind = raw["kind"]
+    spec_type = SPEC_TYPES.get(kind)
+    if spec_type is None:
+        raise CatalogError(f"{path.name}: unknown kind {kind!r} (known: {', '.join(sorted(SPEC_TYPES))})")
+    entries = []
+    for name, fields in raw["entries"].items():
+        fields = dict(fields)
+        aliases = tuple(fields.pop("aliases", ()) or ())
+        try:
+            plain, record = unwrap(fields)
+            spec = spec_type.model_validate({"name": name, **plain})
+        except (ValidationError, ValueError) as error:
+            raise CatalogError(f"{path.name}: entry {name!r} is invalid: {error}") from None
+        entries.append(CatalogEntry(name, kind, spec, record, aliases, path.name))
+    return entries
+
+
+@cache
+def _load() -> tuple[dict[str, CatalogEntry], dict[str, str]]:
+    entries: dict[str, CatalogEntry] = {}
+    names: dict[str, str] = {}
+    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+        for entry in _parse_file(path):
+            key = f"{entry.kind}:{entry.name}"
+            if key in entries:
+                raise CatalogError(f"{path.name}: {entry.kind} {entry.name!r} is defined twice")
+            entries[key] = entry
+            for alias in (entry.name, *entry.aliases):
+                names.setdefault(f"{entry.kind}:{alias}", key)
+    return entries, names
+
+
+def entries(kind: str | None = None) -> list[CatalogEntry]:
+    all_entries = _load()[0].values()
+    return [e for e in all_entries if kind is None or e.kind == kind]
+
+
+def lookup(kind: str, name: str) -> CatalogEntry:
+    table, names = _load()
+    key = names.get(f"{kind}:{name.lower()}")
+    if key is None:
+        known = sorted(e.name for e in table.values() if e.kind == kind)
+        close = [k for k in known if name.lower().split("-")[0] in k][:5]
+        hint = f" (did you mean {', '.join(close)}?)" if close else f" (known: {', '.join(known)})"
+        raise CatalogError(f"expected a {kind} name from the catalog{hint}, found {name!r}")
+    return table[key]
+
+
+def find(name: str) -> CatalogEntry:
+    """Look a name up in every family (for `iowatt catalog show`)."""
+    _, names = _load()
+    for key, target in names.items():
+        if key.split(":", 1)[1] == name.lower():
+            return _load()[0][target]
+    raise CatalogError(f"no catalog entry named {name!r}; `iowatt catalog list` shows them all")
+
+
+def spec_from(kind: str, value: Any) -> BaseModel:
+    """Resolve a catalog name, an inline spec, or {base: NAME, field: override...}."""
+    spec_type = SPEC_TYPES[kind]
+    if isinstance(value, str):
+        return lookup(kind, value).spec
+    if isinstance(value, dict):
+        if "base" in value:
+            base = lookup(kind, value["base"]).spec.model_dump()
+            overrides = {k: v for k, v in value.items() if k != "base"}
+            return spec_type.model_validate({**base, **overrides})
+        return spec_type.model_validate({"name": "inline", **value} if "name" not in value else value)
+    if isinstance(value, spec_type):
+        return value
+    raise ValueError(f"expected a catalog name or a mapping of {kind} fields, found {type(value).__name__}")

@@ -1,0 +1,188 @@
+"""Read a scenario file, apply `--set` overrides, validate, and explain what is wrong.
+
+Every problem becomes a `ScenarioError` whose message names the field, what
+was expected and what was found; the CLI prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from scenarios.schema import ScenarioBase, scenario_model
+from simulator import workloads
+
+LIBRARY_DIR = Path(__file__).parent / "library"
+SYSTEM_SECTIONS = ("server", "gpus", "storage")
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used, with a message for the person who wrote it."""
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def format_validation_error(error: ValidationError, origin: str) -> str:
+    lines = []
+    for item in error.errors():
+        loc = [str(p) for p in item["loc"]]
+        # drop the discriminator tag pydantic adds for tagged unions (workload.checkpoint.size)
+        if len(loc) >= 2 and loc[0] == "workload" and loc[1] in workloads.kinds():
+            loc = [loc[0], *loc[2:]]
+        field = ".".join(loc) or "(top level)"
+        kind = item["type"]
+        message = item["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        found = item.get("input")
+        if kind == "extra_forbidden":
+            lines.append(f"{field}: unknown field (found {_describe(found)}); see `iowatt schema` for the fields")
+        elif kind == "missing":
+            lines.append(f"{field}: required field is missing")
+        elif kind == "union_tag_invalid":
+            lines.append(f"{field}: expected workload kind one of {', '.join(workloads.kinds())}, found {_describe(item['ctx'].get('tag'))}")
+        elif kind == "union_tag_not_found":
+            lines.append(f"{field}: expected a `kind` ({', '.join(workloads.kinds())}), found none")
+        elif kind == "value_error" or "found" in message:
+            lines.append(f"{field}: {message}")
+        else:
+            expected = message.removeprefix("Input should be ").removeprefix("input should be ")
+            lines.append(f"{field}: expected {expected[0].lower() + expected[1:]}, found {_describe(found)}")
+    header = f"{origin}: invalid scenario"
+    return header + "\n  " + "\n  ".join(lines)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
+        raise ScenarioError(f"{path}: cannot read the scenario file ({error.__class__.__name__})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ScenarioError(f"{path}: malformed YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{path}: expected a mapping with `system` and `workload`, found {type(data).__name__}")
+    return data
+
+
+_SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
+
+
+def _field_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _field_model(arg)
+        if found is not None and get_origin(annotation) is not dict:
+            return found
+    return None
+
+
+def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
+    """Walk the pydantic models along the path so a typo is reported by name."""
+    model: type[BaseModel] | None = scenario_model()
+    for depth, segment in enumerate(segments):
+        if model is None:
+            return  # inside a free-form mapping (an inline spec); validation checks it later
+        if depth == 1 and segments[0] == "workload":
+            kind = (data.get("workload") or {}).get("kind") if isinstance(data.get("workload"), dict) else None
+            if kind not in workloads.kinds():
+                return
+            model = workloads.get(kind).params
+        fields = model.model_fields
+        if segment not in fields:
+            where = ".".join(segments[:depth]) or "the scenario"
+            raise ScenarioError(
+                f"--set {text}: `{segment}` is not a field of {where} (fields: {', '.join(fields)})"
+            )
+        model = _field_model(fields[segment].annotation)
+
+
+def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
+    """Apply one `a.b.c=value` override; the value is read as YAML (numbers, lists, strings)."""
+    if "=" not in assignment:
+        raise ScenarioError(f"--set {assignment}: expected PATH=VALUE, e.g. storage.power_state=PS1")
+    path, _, raw_value = assignment.partition("=")
+    path = path.strip()
+    if not path:
+        raise ScenarioError(f"--set {assignment}: the path before '=' is empty")
+    try:
+        value = yaml.safe_load(raw_value) if raw_value.strip() else ""
+    except yaml.YAMLError:
+        value = raw_value
+    segments = path.split(".")
+    for s in segments:
+        if not _SEGMENT.match(s):
+            raise ScenarioError(f"--set {assignment}: `{s}` is not a field name")
+    if segments[0] in SYSTEM_SECTIONS:
+        segments = ["system", *segments]
+    _check_path(data, [_SEGMENT.match(s).group(1) for s in segments], assignment)  # type: ignore[union-attr]
+    data = copy.deepcopy(data)
+    node: Any = data
+    for s in segments[:-1]:
+        name, index = _SEGMENT.match(s).groups()  # type: ignore[union-attr]
+        if not isinstance(node, dict):
+            raise ScenarioError(f"--set {assignment}: cannot descend into a {type(node).__name__} at `{name}`")
+        if index is None:
+            child = node.get(name)
+            if not isinstance(child, dict):
+                child = {} if not isinstance(child, str) else {"base": child}
+                node[name] = child
+            node = child
+        else:
+            seq = node.get(name)
+            if not isinstance(seq, list) or int(index) >= len(seq):
+                raise ScenarioError(f"--set {assignment}: `{name}` has no item [{index}]")
+            node = seq[int(index)]
+    name, index = _SEGMENT.match(segments[-1]).groups()  # type: ignore[union-attr]
+    if not isinstance(node, dict):
+        raise ScenarioError(f"--set {assignment}: cannot set `{name}` inside a {type(node).__name__}")
+    if index is None:
+        node[name] = value
+    else:
+        seq = node.get(name)
+        if not isinstance(seq, list) or int(index) >= len(seq):
+            raise ScenarioError(f"--set {assignment}: `{name}` has no item [{index}]")
+        seq[int(index)] = value
+    return data
+
+
+def validate(data: dict[str, Any], origin: str) -> ScenarioBase:
+    try:
+        return scenario_model().model_validate(data)
+    except ValidationError as error:
+        raise ScenarioError(format_validation_error(error, origin)) from None
+
+
+def resolve_path(name: str) -> Path:
+    """A file path, or a name in the scenario library (with or without .yaml)."""
+    path = Path(name)
+    if path.exists():
+        return path
+    for candidate in (LIBRARY_DIR / name, LIBRARY_DIR / f"{name}.yaml"):
+        if candidate.exists():
+            return candidate
+    return path
+
+
+def load(source: str | Path | dict[str, Any], overrides: list[str] | tuple[str, ...] = ()) -> ScenarioBase:
+    if isinstance(source, dict):
+        data, origin = copy.deepcopy(source), "inline scenario"
+    else:
+        path = resolve_path(str(source))
+        data, origin = read_yaml(path), str(path)
+    for assignment in overrides:
+        data = apply_set(data, assignment)
+    return validate(data, origin)

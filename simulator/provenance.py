@@ -1,0 +1,50 @@
+"""Where a result came from: iowatt version, git commit, seed, catalog identity."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from models.catalog import CATALOG_DIR
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def version() -> str:
+    try:
+        return metadata.version("iowatt")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@cache
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+@cache
+def catalog_sha256() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def provenance(seed: int) -> dict[str, object]:
+    return {
+        "iowatt_version": version(),
+        "git_commit": git_commit(),
+        "seed": seed,
+        "catalog_sha256": catalog_sha256(),
+    }

@@ -1,0 +1,74 @@
+"""Workloads: SimPy processes that start flows on the modelled hardware.
+
+Each workload module defines a pydantic `Params` model whose `kind` literal
+names it in scenario files, and a `run(ctx, params)` function that starts its
+processes on `ctx.env` and returns a `WorkloadOutcome` once the environment
+has run.  A module named after its kind (checkpoint.py for kind "checkpoint")
+is found automatically; that is what makes a kind reachable from scenarios.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+from pydantic import BaseModel
+
+from simulator.flows import FlowEngine
+from simulator.system import SystemRuntime
+
+
+@dataclass
+class RunContext:
+    env: simpy.Environment
+    engine: FlowEngine
+    system: SystemRuntime
+    rng: np.random.Generator
+
+
+@dataclass
+class WorkloadOutcome:
+    metrics: dict[str, float]                            # flat scalars, units in names (DLIO names where DLIO has one)
+    detail: dict[str, Any] = field(default_factory=dict)  # lists and tables, under the workload's kind
+    units: dict[str, str] = field(default_factory=dict)   # metric name -> unit, where the name does not say
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    params: type[BaseModel]
+    run: Callable[[RunContext, Any], WorkloadOutcome]
+
+
+def _discover() -> dict[str, str]:
+    """kind -> module: every module in this package that defines WORKLOAD.
+
+    Modules are found by name without importing them (a module's kind is its
+    file name), so `iowatt --help` stays fast; they are imported on first use.
+    """
+    import pkgutil
+
+    return {info.name: f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")}
+
+
+_MODULES = _discover()
+
+
+def kinds() -> list[str]:
+    return sorted(_MODULES)
+
+
+def get(kind: str) -> Workload:
+    module = importlib.import_module(_MODULES[kind])
+    workload: Workload = module.WORKLOAD
+    if workload.kind != kind:
+        raise RuntimeError(f"{module.__name__} defines workload kind {workload.kind!r}; the file must be named after it")
+    return workload
+
+
+def all_workloads() -> list[Workload]:
+    return [get(k) for k in kinds()]
