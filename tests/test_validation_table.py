@@ -1,0 +1,77 @@
+"""Validation tables: metric paths, ratios, summaries, and malformed tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scenarios.validation import TableError, lookup_metric, parse_metric_path, read_table, validate_file
+
+DEMO = Path(__file__).resolve().parent.parent / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml"
+
+
+def test_metric_paths():
+    assert parse_metric_path("checkpoint.pass_mean_seconds[1]") == ["checkpoint", "pass_mean_seconds", 1]
+    doc = {"a": {"b": [1.0, 2.5]}, "m": {"x": 3}}
+    assert lookup_metric(doc, "a.b[-1]") == 2.5
+    assert lookup_metric(doc, "m.x") == 3.0
+    for bad in ("", ".a", "a..b", "a[x]"):
+        with pytest.raises(ValueError):
+            parse_metric_path(bad)
+    with pytest.raises(KeyError, match="has: b"):
+        lookup_metric(doc, "a.c")
+
+
+def _table(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump({"measurements": rows}))
+    return path
+
+
+def test_values_ratios_and_failures_with_an_independent_oracle(tmp_path):
+    """Oracle: the same metrics read straight from `iowatt run` documents."""
+    from scenarios.loader import load
+    from scenarios.run import run_scenario
+
+    base = run_scenario(load(DEMO))[0]["metrics"]["save_checkpoint_duration_mean_seconds"]
+    other = run_scenario(load(DEMO, ["storage.power_state=PS7"]))[0]["metrics"]["save_checkpoint_duration_mean_seconds"]
+    ref = {"scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds"}
+    path = _table(tmp_path, [
+        {"id": "v", **ref, "measured": base * 1.05, "unit": "s"},
+        {"id": "r", "ratio": {"numerator": {**ref, "set": {"storage.power_state": "PS7"}}, "denominator": ref},
+         "measured": 0.5, "tolerance": 0.2},
+        {"id": "missing", "scenario": str(DEMO), "metric": "metrics.nosuch", "measured": 1},
+        {"id": "badunit", **ref, "measured": 1, "unit": "J"},
+    ])
+    report = validate_file(path)
+    rows = {r.id: r for r in report.rows}
+    assert rows["v"].predicted == pytest.approx(base)
+    assert rows["v"].error == pytest.approx(1 / 1.05 - 1)
+    assert rows["v"].within
+    assert rows["r"].predicted == pytest.approx(other / base)
+    assert rows["r"].direction_ok is False  # the cap slows it (ratio > 1); the claim said < 1
+    assert rows["missing"].failure and "nosuch" in rows["missing"].failure
+    assert rows["badunit"].failure and "unit" in rows["badunit"].failure
+    s = report.summary
+    assert (s["n"], s["n_failed"], s["n_ratio"]) == (4, 2, 1)
+    assert s["median_abs_error"] == pytest.approx((abs(rows["v"].error) + abs(rows["r"].error)) / 2)
+    json.dumps(report.as_dict())  # JSON-ready
+
+
+@pytest.mark.parametrize(
+    ("rows", "needle"),
+    [
+        ([{"id": "a", "measured": 1}], "needs `scenario` and `metric`"),
+        ([{"id": "a", "scenario": "x", "metric": "m.x", "measured": 1}] * 2, "twice"),
+        ([{"id": "a", "scenario": "x", "metric": "m.x", "measured": 1, "unit": "furlong"}], "unit"),
+        ([{"id": "a", "scenario": "x", "metric": "m.x", "measured": 1, "extra": 2}], "extra"),
+        ([{"id": "a", "ratio": {"numerator": {"scenario": "x", "metric": "m"}}, "measured": 1}], "denominator"),
+        ([], "measurements"),
+    ],
+)
+def test_malformed_tables_are_rejected_with_the_field_named(tmp_path, rows, needle):
+    with pytest.raises(TableError, match=needle):
+        read_table(_table(tmp_path, rows))
