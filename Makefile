@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	$(BIN)/iowatt run scenarios/library/checkpoint_llama405b_8gpu.yaml --format table
+	$(BIN)/iowatt reproduce all --out results
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
