@@ -22,8 +22,10 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from models.catalog import CatalogError
     from models.units import UnitError
     from scenarios.loader import ScenarioError
+    from simulator.flows import EngineError
+    from simulator.workloads import WorkloadConfigError
 
-    return (UserError, ScenarioError, CatalogError, UnitError, ValidationError)
+    return (UserError, ScenarioError, CatalogError, UnitError, ValidationError, WorkloadConfigError, EngineError)
 
 
 def fail(message: str) -> None:

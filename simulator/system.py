@@ -142,6 +142,14 @@ class VolumeRuntime:
     def capacity_bytes(self) -> float:
         return sum(d.spec.capacity_bytes for d in self.drives)
 
+    def discard(self, nbytes: float) -> None:
+        """Files deleted or about to be overwritten: drives that track valid data
+        (fill state, garbage collection) are told, striped like the data was."""
+        for drive in self.drives:
+            trim = getattr(drive, "discard", None)
+            if trim is not None:
+                trim(nbytes / len(self.drives))
+
     def write_usage(self, block_bytes: float) -> list[tuple[Constraint, float]]:
         share = 1.0 / len(self.drives)
         # a request larger than the stripe unit is split across drives; each drive sees

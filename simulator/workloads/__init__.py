@@ -22,6 +22,10 @@ from simulator.flows import FlowEngine
 from simulator.system import SystemRuntime
 
 
+class WorkloadConfigError(ValueError):
+    """A scenario whose parts do not fit together (found while running); shown to the user as is."""
+
+
 @dataclass
 class RunContext:
     env: simpy.Environment
