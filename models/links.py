@@ -81,3 +81,67 @@ def link_payload_Bps(link: LinkSpec) -> float:
         return SERIAL_LINK_Bps[link.kind] * (link.lanes if link.kind == "sas" else 1)
     assert link.rate_Gbps is not None
     return link.rate_Gbps * 1e9 / 8
+
+
+# ---------------------------------------------------------------------------- network protocol efficiency
+#
+# Payload share of the post-encoding data rate, per packet, for a full-size packet.
+# Ethernet/IP/TCP (L12): 1,460 B of TCP payload per 1,538 B on the wire at 1500 MTU
+# (preamble+SFD 8, header 14, FCS 4, inter-frame gap 12 = 38 B; IP 20 + TCP 20 = 40 B
+# inside the MTU) -> 94.93 %; 8,960 / 9,038 = 99.14 % at 9000 MTU.
+# RoCEv2: the same 38 B of Ethernet framing plus IP 20, UDP 8, BTH 12, ICRC 4 = 44 B
+# inside the frame; RDMA MTU 4096 B of payload (IBTA RoCEv2 annex; header sizes are
+# protocol constants, not in devices_sources).
+# InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per packet, 4096 B MTU (IBTA
+# vol. 1 header sizes, not in devices_sources); link-level credits and the 16-B RETH
+# of the first packet of an RDMA write are ignored (< 0.5 %).
+# No RDMA or iperf goodput measurement at 100-400 Gb/s was found (devices.yaml
+# links.infiniband.achieved_payload and links.ethernet.measured are null), so these
+# are ceilings; hosts rarely reach them (PCIe, memory, CPU limits are modelled apart).
+
+ETHERNET_FRAMING_BYTES = 38  # preamble/SFD 8 + MAC header 14 + FCS 4 + IFG 12
+IP_TCP_HEADER_BYTES = 40
+ROCE_HEADER_BYTES = 44  # IPv4 20 + UDP 8 + BTH 12 + ICRC 4
+IB_HEADER_BYTES = 26  # LRH 8 + BTH 12 + ICRC 4 + VCRC 2
+ETHERNET_GBITPS = {"100gbe": 100.0, "200gbe": 200.0, "400gbe": 400.0}
+
+Transport = Literal["tcp", "roce", "ib"]
+
+
+def infiniband_link(speed: str) -> LinkSpec:
+    """A 4x InfiniBand port: 'edr' (100), 'hdr' (200), 'ndr' (400 Gb/s data rate after 64b/66b, L10)."""
+    return LinkSpec(kind="infiniband", rate_Gbps=NETWORK_GBITPS[speed.lower()])
+
+
+def ethernet_link(speed: str) -> LinkSpec:
+    """An Ethernet port: '100gbe', '200gbe', '400gbe' (nominal rate is the post-64b/66b data rate, L13)."""
+    return LinkSpec(kind="ethernet", rate_Gbps=ETHERNET_GBITPS[speed.lower()])
+
+
+def protocol_efficiency(link: LinkSpec, transport: Transport | None = None, mtu: int | None = None) -> float:
+    """Payload bytes per data-rate byte for full-size packets of `transport` on `link`.
+
+    Ethernet defaults to TCP at 1500 MTU; transport 'roce' uses a 4096-B RDMA MTU
+    (needs an Ethernet MTU of at least 4096 + 44).  InfiniBand uses its own
+    transport with a 4096-B MTU.
+    """
+    if link.kind == "infiniband":
+        if transport not in (None, "ib"):
+            raise ValueError(f"an InfiniBand link carries the 'ib' transport, found {transport!r}")
+        payload = mtu or 4096
+        return payload / (payload + IB_HEADER_BYTES)
+    if link.kind == "ethernet":
+        transport = transport or "tcp"
+        if transport == "tcp":
+            frame = mtu or 1500
+            return (frame - IP_TCP_HEADER_BYTES) / (frame + ETHERNET_FRAMING_BYTES)
+        if transport == "roce":
+            payload = mtu or 4096
+            return payload / (payload + ROCE_HEADER_BYTES + ETHERNET_FRAMING_BYTES)
+        raise ValueError(f"an Ethernet link carries 'tcp' or 'roce', found {transport!r}")
+    raise ValueError(f"protocol efficiency applies to infiniband and ethernet links, found {link.kind!r}")
+
+
+def network_goodput_Bps(link: LinkSpec, transport: Transport | None = None, mtu: int | None = None) -> float:
+    """Payload bytes per second one direction of a network port can carry."""
+    return link_payload_Bps(link) * protocol_efficiency(link, transport, mtu)

@@ -1,18 +1,48 @@
 """Solid-state drive: specification and the laws that turn it into capacities.
 
-Service-time law (block size): one request of b bytes occupies the drive for
-b / BW + t_op seconds, where t_op is the per-command overhead.  t_op is
-chosen so the law passes through both datasheet points, the 128 KiB
-sequential bandwidth and the 4 KiB random IOPS:
-    t_op = 1/IOPS_4k - 4096/BW       (clamped at 0)
-Throughput at block size b is then b / (b/BW + t_op): bandwidth-bound for
-large b, IOPS-bound for small b, smooth in between.
+Block-size law (two-point fit).  One request of b bytes costs the drive
+t_fe + b / X seconds of service, where t_fe is the front-end (controller,
+command) cost per request and X the internal streaming rate.  For reads the
+two unknowns are solved so the law passes *exactly* through both datasheet
+points, 4 KiB random IOPS and 128 KiB sequential bandwidth:
+    t_fe + 4096 / X = 1 / IOPS_4k,    t_fe + 131072 / X = 131072 / BW_128k
+(t_fe clamped at 0 when the 4 KiB point is bandwidth-bound).  Flash has no
+seek, so random and sequential reads share the law.
 
-Power: idle + (energy per byte) x rate, with the energy per byte from the
-active power at the datasheet bandwidth: (P_active - P_idle) / BW.  An NVMe
-power state caps the total; the simulator makes the cap a constraint so the
-throughput is scaled down until the drive fits (NVMe ACTP semantics, NVM
-Express power-management overview, devices_sources W01).
+Writes.  Sequential writes use the same front-end cost t_fe (assumed
+direction-independent) and an internal rate X_w fitted to the 128 KiB
+sequential write point; the datasheet sequential figure is steady state
+(after 2x fill, S08) with WA ~1, because a sequential stream invalidates
+whole erase blocks.  Random writes are NOT command-bound: in steady state
+they are bound by garbage collection.  A random write of b bytes programs
+    WA_rand(b, fill) = iu(b) x k x WA_greedy(fill / (1 + op))
+NAND bytes per host byte, where iu(b) = max(1, IU / b) is the
+read-modify-write of a sub-indirection-unit write, WA_greedy the Lambert-W
+law of models.nand, and k a residual calibrated so the law passes through
+the datasheet 4 KiB random-write IOPS on a full drive.  Random writes to
+never-written LBAs (fresh-out-of-box) cost iu(b) only.  Overwrites with a
+sequential pattern keep WA 1 (S08: 128K sequential write after 2x fill
+equals the datasheet figure on both the 6550 and the P5336).
+
+Queue depth (closed loop).  N = iodepth x numjobs requests outstanding, each
+with unloaded latency L0(b) = L_4k + (b - 4096) / X; the drive serves at
+most X_max(b) requests per second (the block-size law).  Throughput is the
+asymptotic bound of a closed queueing network, X = min(N / L0, X_max), and
+the mean latency follows from Little's law, R = N / X.
+
+Read/write interference.  Reads and writes share the NAND dies and the
+controller: a mix is feasible while the media utilisations add to at most
+one, rate_r x t_r + rate_w x t_w <= 1 (t = service seconds per byte), so a
+mixed job's throughput is the harmonic mix of the two ceilings.
+
+Power: idle + e_byte x (bytes read, or NAND bytes programmed) + e_io x IOs.
+e_io is derived from two measured points at different block sizes (S08,
+6550 at PS1: 17.5 W at 12.7 GB/s 128K read, 17.9 W at 11.6 GB/s 16K read
+-> 2.4 uJ per I/O); e_byte then makes the 128 KiB point match the active
+power.  An NVMe power state caps the total; the simulator makes the cap a
+constraint so the throughput is scaled down until the drive fits (NVMe
+ACTP semantics, devices_sources W01).  Changing state costs the old state's
+exit latency plus the new state's entry latency (NVMe EXLAT/ENLAT).
 """
 
 from __future__ import annotations
@@ -21,9 +51,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from models import nand
 from models.links import LinkSpec, link_payload_Bps
 
 KiB = 1024
+_B4K = 4 * KiB
+_B128K = 128 * KiB
+
+Pattern = Literal["seq", "rand"]
 
 
 class PowerState(BaseModel):
@@ -58,6 +93,30 @@ class SSDSpec(BaseModel):
     endurance_dwpd: float | None = Field(default=None, gt=0)
     warranty_years: float = Field(default=5.0, gt=0)
     price_usd_per_TB: float | None = Field(default=None, gt=0)
+    # ---- optional physics fields (defaults reasoned in the descriptions)
+    over_provisioning: float = Field(
+        default=0.12,
+        ge=0,
+        le=2,
+        description="spare NAND / user capacity.  Default 0.12: 'read-intensive' drives sell decimal TB "
+        "on binary-sized NAND (e.g. 61.44 TB on 64 TiB raw = 14.5 %), less ~2.5 % for parity and bad blocks",
+    )
+    indirection_unit_bytes: float = Field(
+        default=4096,
+        ge=512,
+        description="FTL mapping granule; writes smaller than it are read-modify-written.  Large QLC/TLC "
+        "drives use 16 KiB (S10: 6600 ION IU=16K; 6550 DWPD 1.0 at 16K random vs 0.25 at 4K)",
+    )
+    slc_cache_max_fraction: float = Field(
+        default=0.0, ge=0, le=1, description="largest dynamic pSLC cache as a share of user capacity (0: none)"
+    )
+    slc_write_MBps: float | None = Field(
+        default=None, gt=0, description="host write rate while the pSLC cache has room (None: no cache)"
+    )
+    energy_per_io_uJ: float = Field(default=0.0, ge=0, description="energy per command beyond the per-byte energy")
+    endurance_rating_wa: float = Field(
+        default=1.0, ge=1, description="WA of the workload the DWPD rating is quoted at (1 for 128K sequential)"
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> SSDSpec:
@@ -73,35 +132,164 @@ class SSDSpec(BaseModel):
         return self.capacity_TB * 1e12
 
 
+# ---------------------------------------------------------------- block-size law
+
+
+def two_point_fit(bandwidth_Bps: float, iops_4k: float) -> tuple[float, float]:
+    """(t_fe seconds per request, X bytes/s) through the 4 KiB IOPS and 128 KiB bandwidth points."""
+    gap = _B128K / bandwidth_Bps - 1.0 / iops_4k
+    if gap <= 0.0:  # 4 KiB IOPS beyond what the bandwidth allows at 128 KiB: no command cost visible
+        return 0.0, bandwidth_Bps
+    x = (_B128K - _B4K) / gap
+    t_fe = 1.0 / iops_4k - _B4K / x
+    if t_fe < 0.0:
+        return 0.0, bandwidth_Bps
+    return t_fe, x
+
+
+def front_end_seconds(spec: SSDSpec) -> float:
+    """Per-command controller cost, fitted on the read datasheet points."""
+    return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)[0]
+
+
 def per_op_seconds(bandwidth_Bps: float, iops_4k: float) -> float:
-    """Per-command overhead that makes the service-time law pass through both datasheet points."""
-    return max(0.0, 1.0 / iops_4k - 4 * KiB / bandwidth_Bps)
+    """Per-command cost of the two-point fit (kept for callers of the old law)."""
+    return two_point_fit(bandwidth_Bps, iops_4k)[0]
 
 
-def read_seconds_per_byte(spec: SSDSpec, block_bytes: float) -> float:
-    bw = spec.seq_read_MBps * 1e6
-    return 1.0 / bw + per_op_seconds(bw, spec.rand_read_iops) / block_bytes
+def read_stream_Bps(spec: SSDSpec) -> float:
+    return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)[1]
 
 
-def write_seconds_per_byte(spec: SSDSpec, block_bytes: float) -> float:
-    bw = spec.seq_write_MBps * 1e6
-    return 1.0 / bw + per_op_seconds(bw, spec.rand_write_iops) / block_bytes
+def write_stream_Bps(spec: SSDSpec) -> float:
+    """Internal sequential program rate X_w (host bytes/s at WA 1), through the 128 KiB write point."""
+    t_fe = front_end_seconds(spec)
+    per_byte = 1.0 / (spec.seq_write_MBps * 1e6) - t_fe / _B128K
+    if per_byte <= 0.0:
+        return spec.seq_write_MBps * 1e6
+    return 1.0 / per_byte
 
 
-def read_throughput_Bps(spec: SSDSpec, block_bytes: float) -> float:
-    return min(1.0 / read_seconds_per_byte(spec, block_bytes), link_payload_Bps(spec.link))
+def iu_factor(spec: SSDSpec, block_bytes: float) -> float:
+    return max(1.0, spec.indirection_unit_bytes / block_bytes)
 
 
-def write_throughput_Bps(spec: SSDSpec, block_bytes: float) -> float:
-    return min(1.0 / write_seconds_per_byte(spec, block_bytes), link_payload_Bps(spec.link))
+def random_write_residual(spec: SSDSpec) -> float:
+    """k: WA the datasheet 4 KiB random-write IOPS implies on a full drive, over iu x greedy WA."""
+    t_fe = front_end_seconds(spec)
+    wa_4k = max(1.0, (1.0 / spec.rand_write_iops - t_fe) * write_stream_Bps(spec) / _B4K)
+    return wa_4k / (iu_factor(spec, _B4K) * nand.steady_state_wa(1.0, spec.over_provisioning))
+
+
+def write_amplification(
+    spec: SSDSpec, block_bytes: float, pattern: Pattern = "seq", overwrite: bool = True, fill: float = 1.0
+) -> float:
+    """NAND bytes programmed per host byte for a write stream (see the module docstring)."""
+    if pattern == "seq":
+        return 1.0
+    if pattern != "rand":
+        raise ValueError(f"pattern must be 'seq' or 'rand', found {pattern!r}")
+    iu = iu_factor(spec, block_bytes)
+    if not overwrite:
+        return iu
+    return max(1.0, iu * random_write_residual(spec) * nand.steady_state_wa(fill, spec.over_provisioning))
+
+
+def read_seconds_per_byte(spec: SSDSpec, block_bytes: float, pattern: Pattern = "rand") -> float:
+    del pattern  # flash reads have no seek
+    t_fe, x = two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)
+    return 1.0 / x + t_fe / block_bytes
+
+
+def write_seconds_per_byte(
+    spec: SSDSpec, block_bytes: float, pattern: Pattern = "seq", overwrite: bool = True, fill: float = 1.0
+) -> float:
+    """Drive service seconds per host byte written (native program rate, no pSLC)."""
+    wa = write_amplification(spec, block_bytes, pattern, overwrite, fill)
+    return front_end_seconds(spec) / block_bytes + wa / write_stream_Bps(spec)
+
+
+def read_throughput_Bps(spec: SSDSpec, block_bytes: float, pattern: Pattern = "rand") -> float:
+    return min(1.0 / read_seconds_per_byte(spec, block_bytes, pattern), link_payload_Bps(spec.link))
+
+
+def write_throughput_Bps(
+    spec: SSDSpec, block_bytes: float, pattern: Pattern = "seq", overwrite: bool = True, fill: float = 1.0
+) -> float:
+    return min(
+        1.0 / write_seconds_per_byte(spec, block_bytes, pattern, overwrite, fill), link_payload_Bps(spec.link)
+    )
+
+
+# ---------------------------------------------------------------- queue depth and mixes
+
+
+def unloaded_latency_s(spec: SSDSpec, block_bytes: float, write: bool) -> float:
+    """QD1 latency: the datasheet 4 KiB latency plus the extra transfer of a larger block."""
+    if write:
+        return spec.write_latency_us * 1e-6 + max(0.0, block_bytes - _B4K) / write_stream_Bps(spec)
+    return spec.read_latency_us * 1e-6 + max(0.0, block_bytes - _B4K) / read_stream_Bps(spec)
+
+
+def mixed_seconds_per_byte(
+    spec: SSDSpec,
+    block_bytes: float,
+    read_share: float,
+    pattern: Pattern = "rand",
+    overwrite: bool = True,
+    fill: float = 1.0,
+) -> float:
+    """Shared service time of a read/write mix (read_share of the bytes are reads)."""
+    if not 0.0 <= read_share <= 1.0:
+        raise ValueError(f"read share must be in [0, 1], found {read_share!r}")
+    t_r = read_seconds_per_byte(spec, block_bytes, pattern)
+    t_w = write_seconds_per_byte(spec, block_bytes, pattern, overwrite, fill)
+    link = link_payload_Bps(spec.link)
+    # each link direction is separate: the mix is also bounded by the busier direction
+    per_byte = read_share * t_r + (1.0 - read_share) * t_w
+    return max(per_byte, read_share / link, (1.0 - read_share) / link)
+
+
+def closed_loop(
+    spec: SSDSpec,
+    block_bytes: float,
+    outstanding: int,
+    read_share: float,
+    pattern: Pattern = "rand",
+    overwrite: bool = True,
+    fill: float = 1.0,
+) -> tuple[float, float]:
+    """(throughput bytes/s, mean latency s) of `outstanding` = iodepth x numjobs requests in flight.
+
+    X = min(N / L0, ceiling) in requests per second; R = N / X (Little's law)."""
+    if outstanding < 1:
+        raise ValueError(f"outstanding requests must be >= 1, found {outstanding!r}")
+    ceiling_ops = 1.0 / (mixed_seconds_per_byte(spec, block_bytes, read_share, pattern, overwrite, fill) * block_bytes)
+    l0 = read_share * unloaded_latency_s(spec, block_bytes, False) + (1.0 - read_share) * unloaded_latency_s(
+        spec, block_bytes, True
+    )
+    ops = min(outstanding / l0, ceiling_ops)
+    return ops * block_bytes, outstanding / ops
+
+
+# ---------------------------------------------------------------- power
+
+
+def io_joules(spec: SSDSpec) -> float:
+    return spec.energy_per_io_uJ * 1e-6
+
+
+def _per_byte(active_W: float, idle_W: float, bandwidth_Bps: float, e_io: float) -> float:
+    return max(0.0, (active_W - idle_W - e_io * bandwidth_Bps / _B128K) / bandwidth_Bps)
 
 
 def read_joules_per_byte(spec: SSDSpec) -> float:
-    return (spec.active_read_W - spec.idle_W) / (spec.seq_read_MBps * 1e6)
+    return _per_byte(spec.active_read_W, spec.idle_W, spec.seq_read_MBps * 1e6, io_joules(spec))
 
 
 def write_joules_per_byte(spec: SSDSpec) -> float:
-    return (spec.active_write_W - spec.idle_W) / (spec.seq_write_MBps * 1e6)
+    """Energy per NAND byte programmed (the 128 KiB sequential point has WA 1)."""
+    return _per_byte(spec.active_write_W, spec.idle_W, spec.seq_write_MBps * 1e6, io_joules(spec))
 
 
 def power_cap_W(spec: SSDSpec, power_state: int | None) -> float | None:
@@ -119,3 +307,15 @@ def power_cap_W(spec: SSDSpec, power_state: int | None) -> float | None:
     if cap <= spec.idle_W:
         raise ValueError(f"{spec.name} PS{index} caps at {cap} W, at or below its idle power {spec.idle_W} W")
     return cap
+
+
+def transition_seconds(spec: SSDSpec, from_state: int, to_state: int) -> float:
+    """NVMe power-state change: exit latency of the old state + entry latency of the new one."""
+    if from_state == to_state:
+        return 0.0
+    power_cap_W(spec, from_state)
+    power_cap_W(spec, to_state)
+    if not spec.power_states:
+        return 0.0
+    old, new = spec.power_states[from_state], spec.power_states[to_state]
+    return (old.exit_latency_us + new.entry_latency_us) * 1e-6

@@ -145,9 +145,6 @@ class Flow:
     def __repr__(self) -> str:
         return f"Flow({self.name!r}, remaining={self.remaining:g}/{self.amount:g}, rate={self.rate:g})"
 
-    def __hash__(self) -> int:
-        return self.index
-
     @property
     def delivered(self) -> float:
         return self.amount - self.remaining
@@ -413,7 +410,7 @@ class FlowEngine:
             f.rate = r
         touched: dict[Meter, None] = {}
         for c in constraints:
-            c.load = sum(k * f.rate for f, k in c.flows.items())
+            c.load = sum([k * f.rate for f, k in c.flows.items()])
             for m in c.meters:
                 touched[m] = None
         for m in touched:
@@ -477,58 +474,82 @@ def max_min_fair(flows: list[Flow], constraints: list[Constraint]) -> list[float
     is the classic max-min allocation: no flow can be raised without lowering
     another flow whose rate is equal or smaller.
     """
+    # Hot path of the engine (every recompute of a component): state lives in
+    # lists indexed by position, and every sum is taken in the same order as the
+    # dict-based formulation, so the rates are bit-for-bit the same.
     n = len(flows)
     rates = [0.0] * n
     if n == 0:
         return rates
-    position = {f: i for i, f in enumerate(flows)}
     # unlimited constraints (e.g. a drive with no power cap) only meter load
-    residual = {c: c.capacity for c in constraints if not math.isinf(c.capacity)}
+    limited = [c for c in constraints if not math.isinf(c.capacity)]
+    column = {c: j for j, c in enumerate(limited)}
+    residual = [c.capacity for c in limited]
+    tight = [_REL_EPS * c.capacity for c in limited]
     # weighted demand of unfrozen flows on each constraint, and how many unfrozen flows cross it
-    demand = {c: 0.0 for c in residual}
-    users = {c: 0 for c in residual}
+    demand = [0.0] * len(limited)
+    users = [0] * len(limited)
+    edges: list[list[tuple[int, float]]] = []
+    get = column.get
     for f in flows:
+        w = f.weight
+        row = []
         for c, k in f.usage.items():
-            if c in demand:
-                demand[c] += k * f.weight
-                users[c] += 1
-    unfrozen = dict.fromkeys(flows)
+            j = get(c)
+            if j is not None:
+                kw = k * w
+                demand[j] += kw
+                users[j] += 1
+                row.append((j, kw))
+        edges.append(row)
+    live = [j for j in range(len(limited)) if users[j] > 0]
+    # flow -> position, in flow order; `capped` is the subset with a rate bound
+    unfrozen = dict(zip(flows, range(n), strict=False))
+    capped = {f: i for f, i in unfrozen.items() if f.max_rate is not None}
+    inf = math.inf
     while unfrozen:
-        step = math.inf
-        limiting: Constraint | Flow | None = None
-        for c, d in demand.items():
-            if users[c] > 0:
-                s = max(residual[c], 0.0) / d
-                if s < step:
-                    step, limiting = s, c
-        for f in unfrozen:
-            if f.max_rate is not None:
-                s = max(f.max_rate - rates[position[f]], 0.0) / f.weight
-                if s < step:
-                    step, limiting = s, f
-        if limiting is None:
+        step = inf
+        limiting_c = -1
+        limiting_f: Flow | None = None
+        for j in live:
+            r = residual[j]
+            s = (r if r > 0.0 else 0.0) / demand[j]
+            if s < step:
+                step = s
+                limiting_c = j
+        for f, i in capped.items():
+            s = max(f.max_rate - rates[i], 0.0) / f.weight  # type: ignore[operator]
+            if s < step:
+                step = s
+                limiting_c = -1
+                limiting_f = f
+        if limiting_c < 0 and limiting_f is None:
             raise EngineError(f"flow {next(iter(unfrozen)).name!r} is unbounded: no constraint limits it")
-        for f in unfrozen:
-            rates[position[f]] += f.weight * step
+        for f, i in unfrozen.items():
+            rates[i] += f.weight * step
         frozen: dict[Flow, None] = {}
-        for c, d in demand.items():
-            if users[c] > 0:
-                residual[c] -= d * step
-                if residual[c] <= _REL_EPS * c.capacity or c is limiting:
-                    for f in c.flows:
-                        if f in unfrozen:
-                            frozen[f] = None
-        for f in unfrozen:
-            if f.max_rate is not None and (f is limiting or rates[position[f]] >= f.max_rate * (1.0 - _REL_EPS)):
+        for j in live:
+            residual[j] -= demand[j] * step
+            if residual[j] <= tight[j] or j == limiting_c:
+                for f in limited[j].flows:
+                    if f in unfrozen:
+                        frozen[f] = None
+        for f, i in capped.items():
+            if f is limiting_f or rates[i] >= f.max_rate * (1.0 - _REL_EPS):  # type: ignore[operator]
                 frozen[f] = None
+        emptied = False
         for f in frozen:
-            del unfrozen[f]
-            for c, k in f.usage.items():
-                if c in demand:
-                    demand[c] -= k * f.weight
-                    users[c] -= 1
-                    if users[c] == 0:
-                        demand[c] = 0.0
+            i = unfrozen.pop(f)
+            if f.max_rate is not None:
+                del capped[f]
+            for j, kw in edges[i]:
+                demand[j] -= kw
+                users[j] -= 1
+                if users[j] == 0:
+                    demand[j] = 0.0
+                    emptied = True
+        if emptied:
+            live = [j for j in live if users[j] > 0]
     return rates
 
 

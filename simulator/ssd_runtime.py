@@ -1,52 +1,207 @@
-"""One SSD in the flow engine: its constraints, power meter and state."""
+"""One SSD in the flow engine: its constraints, power meter and state.
+
+Constraints (per drive, N = drive index):
+  ssdN.link_write / ssdN.link_read   PCIe payload rate per direction
+  ssdN.read                          read service time, 1 device-second per second
+  ssdN.write                         write service time at the native program rate; its capacity
+                                     is a speed factor set by the fill-state dynamics below
+  ssdN.media                         shared service time of reads and writes (interference law)
+  ssdN.power                         dynamic power budget = power-state cap - idle (W)
+  ssdN.host_bytes / nand_bytes / new_bytes
+                                     unbounded counters (coefficient 1 per host byte, WA per host
+                                     byte, 1 per byte of new data) that the dynamics integrate
+
+Fill-state dynamics (on ssdN.write): the fill level advances with bytes of new
+data; the pSLC cache (if the drive has one) absorbs host writes at
+slc_write_MBps until it is used up, and its size shrinks as the drive fills
+(models.nand.slc_cache_bytes).  The engine is told of a breakpoint at every
+1 % fill band (where the cache size is re-evaluated) and at the SLC cliff,
+where the write capacity drops to the native rate.  A write flow's WA is
+fixed when it starts (write_usage): random overwrites see the greedy
+steady-state WA at the fill of that moment; overwrites do not change fill.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
+from typing import Any
 
+from models import nand
 from models.links import link_payload_Bps
 from models.ssd import (
+    Pattern,
     SSDSpec,
+    io_joules,
     power_cap_W,
     read_joules_per_byte,
     read_seconds_per_byte,
+    transition_seconds,
+    write_amplification,
     write_joules_per_byte,
     write_seconds_per_byte,
 )
 from simulator.flows import Constraint, FlowEngine, Meter
+
+FILL_BAND = 0.01  # fill breakpoints every 1 % of user capacity
+
+
+class _FillState:
+    """Dynamics of ssdN.write: fill level, pSLC cache use, byte counters."""
+
+    def __init__(self, drive: SSDRuntime) -> None:
+        self.drive = drive
+        spec = drive.spec
+        self.has_slc = spec.slc_cache_max_fraction > 0.0 and spec.slc_write_MBps is not None
+        self.slc_used = 0.0
+        self.slc_exhausted = not self.has_slc or self.cache_size() <= 0.0
+        self.speed_slc = (spec.slc_write_MBps or spec.seq_write_MBps) / spec.seq_write_MBps
+        self.host_bytes = 0.0
+        self.nand_bytes = 0.0
+        self.elapsed = 0.0
+        self.trace: list[tuple[float, float, float]] = []  # (time, fill, write speed factor)
+
+    def cache_size(self) -> float:
+        s = self.drive.spec
+        return nand.slc_cache_bytes(s.capacity_bytes, self.drive.fill, s.over_provisioning, s.nand, s.slc_cache_max_fraction)
+
+    def speed(self) -> float:
+        return 1.0 if self.slc_exhausted else self.speed_slc
+
+    def _rates(self) -> tuple[float, float, float]:
+        d = self.drive
+        return d.host_counter.load, d.nand_counter.load, d.new_counter.load
+
+    def advance(self, elapsed_seconds: float, load: float) -> None:
+        del load
+        host, nand_rate, new = self._rates()
+        self.elapsed += elapsed_seconds
+        self.host_bytes += host * elapsed_seconds
+        self.nand_bytes += nand_rate * elapsed_seconds
+        d = self.drive
+        d.fill = min(1.0, d.fill + new * elapsed_seconds / d.spec.capacity_bytes)
+        if not self.slc_exhausted:
+            self.slc_used += host * elapsed_seconds
+
+    def seconds_to_breakpoint(self, load: float) -> float:
+        del load
+        host, _nand, new = self._rates()
+        d = self.drive
+        due = math.inf
+        if new > 0.0 and d.fill < 1.0:
+            band = min(1.0, (math.floor(d.fill / FILL_BAND + 1e-6) + 1) * FILL_BAND)
+            due = (band - d.fill) * d.spec.capacity_bytes / new
+        if not self.slc_exhausted and host > 0.0:
+            due = min(due, max(0.0, self.cache_size() - self.slc_used) / host)
+        return due
+
+    def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
+        if not self.slc_exhausted and self.slc_used >= self.cache_size() * (1.0 - 1e-9) - 1.0:
+            self.slc_exhausted = True
+        self.trace.append((engine.env.now, self.drive.fill, self.speed()))
+        engine.set_capacity(constraint, self.speed())
 
 
 class SSDRuntime:
     """One drive in the flow engine."""
 
     def __init__(self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float) -> None:
+        self.engine = engine
         self.name = name
         self.spec = spec
         self.power_state = power_state
         self.fill = fill
+        self.fill_start = fill
         link = link_payload_Bps(spec.link)
         self.link_write = engine.constraint(f"{name}.link_write", link)
         self.link_read = engine.constraint(f"{name}.link_read", link)
         self.read = engine.constraint(f"{name}.read", 1.0)
-        self.write = engine.constraint(f"{name}.write", 1.0)
+        self.host_counter = engine.constraint(f"{name}.host_bytes", math.inf)
+        self.nand_counter = engine.constraint(f"{name}.nand_bytes", math.inf)
+        self.new_counter = engine.constraint(f"{name}.new_bytes", math.inf)
+        self.state = _FillState(self)
+        self.write = engine.constraint(f"{name}.write", self.state.speed(), dynamics=self.state)
+        self.state.trace.append((engine.env.now, fill, self.state.speed()))
+        self.media = engine.constraint(f"{name}.media", 1.0)
         cap = power_cap_W(spec, power_state)
         self.cap_W = cap
         self.power = engine.constraint(f"{name}.power", math.inf if cap is None else cap - spec.idle_W)
         self.meter: Meter = engine.meter(name, spec.idle_W, [(self.power, 1.0)], group="storage")
         self._e_read = read_joules_per_byte(spec)
         self._e_write = write_joules_per_byte(spec)
+        self._e_io = io_joules(spec)
 
-    def write_usage(self, block_bytes: float, share: float = 1.0) -> list[tuple[Constraint, float]]:
-        """Constraints a host write of one byte crosses, times `share` (striping)."""
-        return [
+    # ------------------------------------------------------------ usage
+    def write_usage(
+        self, block_bytes: float, share: float = 1.0, pattern: Pattern = "seq", overwrite: bool = False
+    ) -> list[tuple[Constraint, float]]:
+        """Constraints a host write of one byte crosses, times `share` (striping).
+
+        `overwrite`: the bytes replace data already on the drive (fill does not
+        grow; random overwrites pay steady-state WA at the current fill)."""
+        wa = write_amplification(self.spec, block_bytes, pattern, overwrite, self.fill)
+        t = write_seconds_per_byte(self.spec, block_bytes, pattern, overwrite, self.fill)
+        usage = [
             (self.link_write, share),
-            (self.write, share * write_seconds_per_byte(self.spec, block_bytes)),
-            (self.power, share * self._e_write),
+            (self.write, share * t),
+            (self.media, share * t / self.state.speed()),
+            (self.power, share * (self._e_write * wa + self._e_io / block_bytes)),
+            (self.host_counter, share),
+            (self.nand_counter, share * wa),
         ]
+        if not overwrite:
+            usage.append((self.new_counter, share))
+        return usage
 
-    def read_usage(self, block_bytes: float, share: float = 1.0) -> list[tuple[Constraint, float]]:
+    def read_usage(
+        self, block_bytes: float, share: float = 1.0, pattern: Pattern = "rand"
+    ) -> list[tuple[Constraint, float]]:
+        t = read_seconds_per_byte(self.spec, block_bytes, pattern)
         return [
             (self.link_read, share),
-            (self.read, share * read_seconds_per_byte(self.spec, block_bytes)),
-            (self.power, share * self._e_read),
+            (self.read, share * t),
+            (self.media, share * t),
+            (self.power, share * (self._e_read + self._e_io / block_bytes)),
         ]
+
+    # ------------------------------------------------------------ power states
+    def change_power_state(self, new_state: int) -> Generator[Any, Any, float]:
+        """SimPy process body: the drive serves nothing for the transition latency, then runs under the new cap.
+
+        Use as `yield env.process(drive.change_power_state(1))`; returns the transition seconds."""
+        cap = power_cap_W(self.spec, new_state)
+        latency = transition_seconds(self.spec, self.power_state, new_state)
+        if latency > 0.0:
+            self.engine.set_capacity(self.power, 0.0)
+            yield self.engine.env.timeout(latency)
+        self.power_state = new_state
+        self.cap_W = cap
+        self.engine.set_capacity(self.power, math.inf if cap is None else cap - self.spec.idle_W)
+        return latency
+
+    # ------------------------------------------------------------ results
+    def report(self) -> dict[str, float]:
+        """Fill and endurance of this drive up to now (call after engine.finish())."""
+        s = self.state
+        wa = s.nand_bytes / s.host_bytes if s.host_bytes > 0 else 1.0
+        seconds = self.engine.env.now
+        out = {
+            "host_bytes_written": s.host_bytes,
+            "nand_bytes_written": s.nand_bytes,
+            "write_amplification_mean": wa,
+            "fill_start": self.fill_start,
+            "fill_end": self.fill,
+            "slc_cache_exhausted": float(s.slc_exhausted),
+        }
+        out.update(
+            nand.endurance(
+                self.spec.capacity_bytes,
+                s.host_bytes,
+                s.nand_bytes,
+                seconds,
+                self.spec.endurance_dwpd,
+                self.spec.warranty_years,
+                self.spec.endurance_rating_wa,
+            )
+        )
+        return out

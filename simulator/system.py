@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from models import catalog
 from models.compute import CPUSpec, GPUSpec
+from models.hdd import HDDSpec
 from models.links import link_payload_Bps
 from models.ssd import SSDSpec, power_cap_W
 from models.units import Bytes, Fraction, Watts
 from simulator.flows import Constraint, FlowEngine, Meter
+from simulator.hdd_runtime import HddRuntime
 from simulator.ssd_runtime import SSDRuntime
 
 CatalogRef = str | dict[str, Any]
@@ -96,7 +98,7 @@ class StorageConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["local"] = "local"
-    device: CatalogRef = Field(description="SSD catalog name or inline spec")
+    device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
     count: int = Field(default=1, ge=1, le=256, description="drives; more than one are striped (RAID 0)")
     power_state: int = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity already holding data")
@@ -104,7 +106,13 @@ class StorageConfig(BaseModel):
     @field_validator("device")
     @classmethod
     def _device(cls, value: CatalogRef) -> CatalogRef:
-        return _check_ref("ssd", value)
+        try:
+            return _check_ref("ssd", value)
+        except ValueError as ssd_error:
+            try:
+                return _check_ref("hdd", value)
+            except ValueError:
+                raise ssd_error from None
 
     @field_validator("power_state", mode="before")
     @classmethod
@@ -114,11 +122,18 @@ class StorageConfig(BaseModel):
     @model_validator(mode="after")
     def _state_exists(self) -> StorageConfig:
         spec = self.device_spec()
+        if isinstance(spec, HDDSpec):
+            if self.power_state != 0:
+                raise ValueError(f"{spec.name} is a hard disk; it has no NVMe power states, found PS{self.power_state}")
+            return self
         power_cap_W(spec, self.power_state)  # raises with the valid range
         return self
 
-    def device_spec(self) -> SSDSpec:
-        return catalog.spec_from("ssd", self.device)  # type: ignore[return-value]
+    def device_spec(self) -> SSDSpec | HDDSpec:
+        try:
+            return catalog.spec_from("ssd", self.device)  # type: ignore[return-value]
+        except (catalog.CatalogError, ValueError):
+            return catalog.spec_from("hdd", self.device)  # type: ignore[return-value]
 
 
 class SystemConfig(BaseModel):
@@ -135,7 +150,7 @@ class SystemConfig(BaseModel):
 class VolumeRuntime:
     """Drives behind one filesystem; with several drives each byte is striped evenly (RAID 0)."""
 
-    def __init__(self, drives: list[SSDRuntime]) -> None:
+    def __init__(self, drives: list[SSDRuntime] | list[HddRuntime]) -> None:
         self.drives = drives
 
     @property
@@ -197,10 +212,14 @@ class SystemRuntime:
         gpu_spec = config.gpus.spec()
         self.gpus = [GPURuntime(engine, f"gpu{i}", gpu_spec) for i in range(config.gpus.count)]
         spec = config.storage.device_spec()
-        drives = [
-            SSDRuntime(engine, f"ssd{i}", spec, config.storage.power_state, config.storage.fill)
-            for i in range(config.storage.count)
-        ]
+        drives: list[SSDRuntime] | list[HddRuntime]
+        if isinstance(spec, HDDSpec):
+            drives = [HddRuntime(engine, f"hdd{i}", spec, config.storage.fill) for i in range(config.storage.count)]
+        else:
+            drives = [
+                SSDRuntime(engine, f"ssd{i}", spec, config.storage.power_state, config.storage.fill)
+                for i in range(config.storage.count)
+            ]
         self.volume = VolumeRuntime(drives)
 
     def meters_by_group(self) -> dict[str, list[Meter]]:

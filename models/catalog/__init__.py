@@ -125,3 +125,8 @@ def spec_from(kind: str, value: Any) -> BaseModel:
     if isinstance(value, spec_type):
         return value
     raise ValueError(f"expected a catalog name or a mapping of {kind} fields, found {type(value).__name__}")
+
+
+# Model modules that add a family register it on import; import them here so a
+# catalog file of that kind (hdd.yaml) loads whichever module is imported first.
+import models.hdd  # noqa: E402, F401

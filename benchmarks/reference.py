@@ -1,0 +1,49 @@
+"""Plain-SimPy reference models the benchmark measures the project against.
+
+Nothing here uses the project's engine: a drive is a `simpy.Resource` with one
+server, a request holds it for its service time, and every request is its own
+SimPy events.  These are the models DESIGN.md section 2 says cost about 2e5
+I/Os per second.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+
+def closed_loop(requests_per_stream: list[list[float]], depth: int) -> tuple[float, int]:
+    """Streams of requests (service seconds each) against one single-server drive.
+
+    Each stream keeps `depth` requests outstanding (fio's iodepth): `depth`
+    workers per stream take the stream's next request, queue for the drive,
+    hold it for the service time, and release it.  Returns (simulated seconds
+    when the last request completes, requests served).
+    """
+    env = simpy.Environment()
+    drive = simpy.Resource(env, capacity=1)
+    served = 0
+
+    def worker(queue: list[float]):
+        nonlocal served
+        while queue:
+            service = queue.pop()
+            with drive.request() as req:
+                yield req
+                yield env.timeout(service)
+            served += 1
+
+    for stream in requests_per_stream:
+        queue = list(reversed(stream))
+        for _ in range(min(depth, len(queue))):
+            env.process(worker(queue))
+    env.run()
+    return env.now, served
+
+
+def checkpoint_requests(shard_bytes: float, request_bytes: float, seconds_per_request_byte) -> list[float]:
+    """One rank's shard as a list of request service times (a shorter last request)."""
+    full, tail = divmod(shard_bytes, request_bytes)
+    times = [seconds_per_request_byte(request_bytes) * request_bytes] * int(full)
+    if tail > 1e-12 * request_bytes:
+        times.append(seconds_per_request_byte(tail) * tail)
+    return times

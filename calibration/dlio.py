@@ -1,0 +1,143 @@
+"""DLIO (argonne-lcf/dlio_benchmark) output folders as trace bundles.
+
+`ingest` copies a finished DLIO output folder into a bundle untouched and parses
+what DLIO documents it writes:
+
+- summary.json: {num_accelerators, hostname, start, end, epochs?, metric: {train_au_percentage: [...per epoch],
+  train_au_mean_percentage, train_throughput_samples_per_second: [...], train_throughput_mean_samples_per_second,
+  train_io_mean_MB_per_second, train_io_MB_per_second?: [...], eval_*...}}
+- per_epoch_stats.json: {"1": {start, end, duration, "block1": {...}, ...}, ...}
+- per-rank files: {rank}_output.json (trace events), {rank}_per_epoch_stats.json, {rank}_load_and_proc_times.json
+- .hydra/config.yaml and overrides.yaml (the resolved workload), dlio.log
+
+`run` runs dlio_benchmark when it is on PATH, then ingests its output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from calibration import bundle
+
+
+class DlioError(ValueError):
+    pass
+
+
+INSTALL_HINT = (
+    "dlio_benchmark is not installed or not on PATH; install it with `pip install dlio_benchmark` "
+    "(it needs MPI: `apt-get install libopenmpi-dev openmpi-bin`, and pulls PyTorch/TensorFlow), "
+    "or run DLIO elsewhere and use `iowatt collect dlio --ingest OUTPUT_DIR`"
+)
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DlioError(f"--ingest {path.parent}: {path.name} is not valid JSON ({error})") from None
+
+
+def parse_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    metric = summary.get("metric")
+    if not isinstance(metric, dict):
+        raise DlioError("summary.json has no `metric` mapping (not a DLIO summary)")
+    flat = {k: v for k, v in summary.items() if not isinstance(v, dict | list)}
+    for key, value in metric.items():
+        if not isinstance(value, list):
+            flat[key] = value
+    return flat
+
+
+def epoch_rows(summary: dict[str, Any], per_epoch: dict[str, Any] | None) -> list[dict[str, Any]]:
+    metric = summary.get("metric") or {}
+    series = {k: v for k, v in metric.items() if isinstance(v, list)}
+    count = max([len(v) for v in series.values()] + [len(per_epoch or {})] + [0])
+    rows = []
+    for i in range(count):
+        row: dict[str, Any] = {"epoch": i + 1}
+        for key, values in series.items():
+            if i < len(values):
+                row[key] = values[i]
+        stats = (per_epoch or {}).get(str(i + 1)) or {}
+        for key in ("start", "end", "duration"):
+            if key in stats:
+                row[f"epoch_{key}"] = stats[key]
+        blocks = [b for b in stats if b.startswith("block")]
+        row["blocks"] = len(blocks)
+        rows.append(row)
+    return rows
+
+
+def ingest(source: Path, out: Path) -> bundle.Manifest:
+    if not source.is_dir():
+        raise DlioError(f"--ingest {source}: no such directory")
+    summary_path = source / "summary.json"
+    if not summary_path.is_file():
+        raise DlioError(f"--ingest {source}: summary.json is missing; expected a DLIO output folder (hydra_log/.../summary.json)")
+    summary = _load_json(summary_path)
+    if not isinstance(summary, dict):
+        raise DlioError(f"--ingest {source}: summary.json must hold a JSON object")
+    try:
+        flat = parse_summary(summary)
+    except DlioError as error:
+        raise DlioError(f"--ingest {source}: {error}") from None
+    per_epoch = _load_json(source / "per_epoch_stats.json") if (source / "per_epoch_stats.json").is_file() else None
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DlioError(f"--out {out}: already exists and is not empty; choose a new bundle directory")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, out / "raw", symlinks=False)
+    bundle.write_csv(out / "tables" / "summary.csv", [flat])
+    bundle.write_csv(out / "tables" / "epochs.csv", epoch_rows(summary, per_epoch) or [{"epoch": 0}])
+    ranks = sorted(p.name for p in source.glob("*_output.json"))
+    config = source / ".hydra" / "config.yaml"
+    workload: dict[str, Any] = {}
+    if config.is_file():
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(config.read_text()) or {}
+            workload = loaded.get("workload", loaded) if isinstance(loaded, dict) else {}
+        except yaml.YAMLError:
+            workload = {}
+    manifest = bundle.Manifest(
+        format=bundle.FORMAT,
+        version=bundle.VERSION,
+        id=bundle.new_id(),
+        kind="dlio",
+        created=bundle.now_iso(),
+        tools={"iowatt": "ingest", "dlio_benchmark": str(summary.get("version", "unknown")), "python": sys.version.split()[0]},
+        plan=str(workload.get("model", {}).get("name", "") if isinstance(workload.get("model"), dict) else workload.get("model", "")),
+        target={"source": str(source), "hostname": summary.get("hostname"), "num_accelerators": summary.get("num_accelerators"), "ranks": len(ranks)},
+        jobs=[
+            bundle.JobEntry(
+                id="dlio-run",
+                params={"workload": workload},
+                runs=[bundle.RunEntry(repeat=0, files=sorted(p.relative_to(out).as_posix() for p in (out / "raw").rglob("*") if p.is_file()))],
+            )
+        ],
+    )
+    return bundle.finalize(out, manifest)
+
+
+def run(config: Path, out: Path, extra: list[str] | None = None) -> bundle.Manifest:
+    exe = shutil.which("dlio_benchmark")
+    if exe is None:
+        raise DlioError(INSTALL_HINT)
+    if not config.is_file():
+        raise DlioError(f"--config {config}: no such file")
+    workdir = out.with_name(out.name + ".dlio-run")
+    workdir.mkdir(parents=True, exist_ok=False)
+    # DLIO reads workloads from CONFIG_DIR/workload/NAME.yaml
+    config_dir = config.parent.parent if config.parent.name == "workload" else config.parent
+    args = [exe, f"--config-dir={config_dir.resolve()}", f"workload={config.stem}", f"++hydra.run.dir={workdir.resolve()}", *(extra or [])]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=workdir)
+    (workdir / "dlio.stdout").write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise DlioError(f"dlio_benchmark failed (exit {done.returncode}); see {workdir / 'dlio.stdout'}")
+    return ingest(workdir, out)

@@ -1,0 +1,179 @@
+"""Fit drive parameters to a bundle's jobs: scipy.optimize.least_squares on log throughput.
+
+Residual of job i: log(predicted_i / measured_i) / sigma_i, sigma_i = sqrt(spread_i^2 + floor^2),
+with spread_i the job's run-to-run relative spread, so noisy jobs weigh less.
+Parameters are fitted in log space; standard errors come from the Jacobian,
+cov = (J^T J)^-1 s^2 with s^2 = sum(r^2) / (m - p), and are reported
+relative (a log-space standard error is a relative one).  A parameter no
+training job depends on (its Jacobian column is zero: e.g. the IOPS ceiling
+when every job ran at QD1) is not informed and keeps the base device's value.
+
+Power, when the bundle measured it: P = P0 + e_r x read B/s + e_w x write B/s by
+linear least squares; active_*_W = idle_W + e_d x BW_d.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from calibration.model import ALL_FIELDS, FIELDS, Job, predict
+
+SPREAD_FLOOR = 0.03
+
+
+class FitError(ValueError):
+    pass
+
+
+@dataclass
+class FitResult:
+    values: dict[str, float]  # every field the model needs (fitted or base)
+    informed: list[str]
+    not_informed: dict[str, str]  # field -> why
+    rel_stderr: dict[str, float]
+    residuals: list[dict[str, Any]]
+    cost: float
+    dof: int
+    s: float
+    power: dict[str, Any] = field(default_factory=dict)
+
+
+def sigma(job: Job) -> float:
+    return math.sqrt(job.spread**2 + SPREAD_FLOOR**2)
+
+
+def _initial(base: dict[str, float], jobs: list[Job], direction: str) -> dict[str, float]:
+    bw_f, iops_f, lat_f = FIELDS[direction]
+    mine = [j for j in jobs if (j.read_fraction == 1.0 if direction == "read" else j.read_fraction == 0.0)] or jobs
+    guess = {
+        bw_f: max(j.bw_Bps for j in mine) / 1e6 * 1.2,
+        iops_f: max(j.bw_Bps / j.bs for j in mine) * 1.2,
+        lat_f: min(j.lat_us for j in mine if j.lat_us > 0) if any(j.lat_us > 0 for j in mine) else base[lat_f],
+    }
+    return guess
+
+
+def residual_rows(values: dict[str, float], jobs: list[Job]) -> list[dict[str, Any]]:
+    rows = []
+    for job in jobs:
+        p = predict(values, job)
+        rows.append(
+            {
+                "job": job.id,
+                "measured_MBps": job.bw_Bps / 1e6,
+                "predicted_MBps": p["bw_Bps"] / 1e6,
+                "error_pct": (p["bw_Bps"] / job.bw_Bps - 1) * 100,
+                "spread_pct": job.spread * 100,
+                "runs": job.runs,
+                "bound": p["bound"],
+            }
+        )
+    return rows
+
+
+def fit(jobs: list[Job], base: dict[str, float]) -> FitResult:
+    if not jobs:
+        raise FitError("no jobs to fit (is the holdout fraction too large?)")
+    has_read = any(j.read_fraction > 0 for j in jobs)
+    has_write = any(j.read_fraction < 1 for j in jobs)
+    values = {k: float(base[k]) for k in ALL_FIELDS}
+    free: list[str] = []
+    not_informed: dict[str, str] = {}
+    for direction, present in (("read", has_read), ("write", has_write)):
+        if present:
+            values.update(_initial(base, jobs, direction))
+            free += list(FIELDS[direction])
+        else:
+            for name in FIELDS[direction]:
+                not_informed[name] = f"the bundle has no {direction} jobs"
+    if len(jobs) < len(free):
+        raise FitError(f"{len(jobs)} training jobs cannot determine {len(free)} parameters; collect more jobs or hold out fewer")
+    weights = np.array([1.0 / sigma(j) for j in jobs])
+    measured = np.log([j.bw_Bps for j in jobs])
+
+    def residuals(x: np.ndarray, names: list[str]) -> np.ndarray:
+        trial = dict(values)
+        trial.update({n: math.exp(v) for n, v in zip(names, x, strict=True)})
+        predicted = np.log([predict(trial, j)["bw_Bps"] for j in jobs])
+        return (predicted - measured) * weights
+
+    names = list(free)
+    for _ in range(3):  # drop parameters no job depends on, then refit
+        x0 = np.log([values[n] for n in names])
+        result = least_squares(residuals, x0, args=(names,), method="trf", diff_step=1e-4, x_scale=1.0, max_nfev=2000)
+        values.update({n: math.exp(v) for n, v in zip(names, result.x, strict=True)})
+        column_norms = np.linalg.norm(result.jac, axis=0)
+        dead = [n for n, c in zip(names, column_norms, strict=True) if c < 1e-6]
+        if not dead:
+            break
+        for n in dead:
+            values[n] = float(base[n])
+            not_informed[n] = "no training job is limited by it (its Jacobian column is zero)"
+        names = [n for n in names if n not in dead]
+        if not names:
+            break
+    m, p = len(jobs), len(names)
+    rel_stderr: dict[str, float] = {}
+    cost = float(result.cost) if names else 0.0
+    dof = max(m - p, 0)
+    s2 = 2 * cost / dof if dof > 0 else float("nan")
+    if names:
+        jac = result.jac
+        cov = np.linalg.pinv(jac.T @ jac) * s2
+        for i, n in enumerate(names):
+            rel_stderr[n] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 and math.isfinite(cov[i, i]) else float("nan")
+    return FitResult(
+        values=values,
+        informed=names,
+        not_informed=not_informed,
+        rel_stderr=rel_stderr,
+        residuals=residual_rows(values, jobs),
+        cost=cost,
+        dof=dof,
+        s=math.sqrt(s2) if math.isfinite(s2) else float("nan"),
+    )
+
+
+def fit_power(jobs: list[Job], column: str) -> dict[str, Any] | None:
+    """Linear fit of measured power against read and write bytes/s; None when too few jobs carry the column."""
+    rows = [j for j in jobs if j.power and column in j.power]
+    if len(rows) < 4:
+        return None
+    a = np.array([[1.0, j.read_bw_Bps, j.write_bw_Bps] for j in rows])
+    y = np.array([j.power[column] for j in rows])  # type: ignore[index]
+    keep = [0] + [i for i in (1, 2) if np.any(a[:, i] > 0)]
+    a = a[:, keep]
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    resid = y - a @ coef
+    dof = max(len(rows) - len(keep), 1)
+    s2 = float(resid @ resid) / dof
+    cov = np.linalg.pinv(a.T @ a) * s2
+    out: dict[str, Any] = {"column": column, "jobs": len(rows), "P0_W": float(coef[0]), "P0_stderr_W": float(math.sqrt(cov[0, 0])), "rms_W": math.sqrt(s2)}
+    for i, name in enumerate(keep[1:], start=1):
+        key = "read_J_per_byte" if name == 1 else "write_J_per_byte"
+        out[key] = float(coef[i])
+        out[key.replace("J_per_byte", "stderr_J_per_byte")] = float(math.sqrt(cov[i, i]))
+    return out
+
+
+def split_holdout(jobs: list[Job], fraction: float, seed: int) -> tuple[list[Job], list[Job]]:
+    """Hold back `fraction` of the jobs, drawn per rw kind so each kind stays in the training set."""
+    if not 0 <= fraction < 1:
+        raise FitError(f"--holdout: expected a fraction in [0, 1), found {fraction}")
+    rng = np.random.default_rng(seed)
+    groups: dict[str, list[Job]] = {}
+    for job in sorted(jobs, key=lambda j: j.id):
+        groups.setdefault(job.rw, []).append(job)
+    held: set[str] = set()
+    for rw in sorted(groups):
+        members = groups[rw]
+        order = rng.permutation(len(members))
+        count = round(fraction * len(members))
+        count = min(count, len(members) - 1)
+        held |= {members[i].id for i in order[:count]}
+    return [j for j in jobs if j.id not in held], [j for j in jobs if j.id in held]

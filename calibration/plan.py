@@ -1,0 +1,156 @@
+"""fio job plans: `quick` (under a minute), `standard` (under 15 minutes) or a YAML/JSON file.
+
+A plan file holds either a job list or a grid (every combination), plus the
+per-job timing::
+
+    name: my-plan
+    runtime_s: 2          # measured seconds per job
+    ramp_s: 0.5           # unmeasured warm-up per job
+    size: 256M            # test file size
+    grid: {rw: [randread, write], bs: [4k, 1M], iodepth: [1, 32], numjobs: [1]}
+    jobs: [{rw: randrw, bs: 16k, iodepth: 8, numjobs: 1, rwmixread: 70}]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from calibration.fioparse import FioParseError, size_bytes
+
+RW = Literal["randread", "randwrite", "read", "write", "randrw"]
+
+
+class PlanError(ValueError):
+    pass
+
+
+def bs_label(bs: int) -> str:
+    if bs % (1 << 20) == 0:
+        return f"{bs >> 20}m"
+    if bs % 1024 == 0:
+        return f"{bs >> 10}k"
+    return str(bs)
+
+
+class FioJob(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rw: RW
+    bs: int = Field(ge=512, le=64 << 20, description="block size, bytes (4k..1M in the built-in plans)")
+    iodepth: int = Field(default=1, ge=1, le=1024)
+    numjobs: int = Field(default=1, ge=1, le=256)
+    rwmixread: int = Field(default=70, ge=0, le=100, description="percent reads, randrw only")
+
+    @field_validator("bs", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        try:
+            return size_bytes(value)
+        except FioParseError as error:
+            raise ValueError(str(error)) from None
+
+    @property
+    def id(self) -> str:
+        mix = f"-m{self.rwmixread}" if self.rw == "randrw" else ""
+        return f"{self.rw}{mix}-{bs_label(self.bs)}-qd{self.iodepth}-j{self.numjobs}"
+
+    @property
+    def read_fraction(self) -> float:
+        if self.rw == "randrw":
+            return self.rwmixread / 100.0
+        return 1.0 if self.rw in ("randread", "read") else 0.0
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    runtime_s: float = Field(default=2.0, gt=0, le=600)
+    ramp_s: float = Field(default=0.5, ge=0, le=60)
+    size: int = Field(default=256 << 20, ge=1 << 20)
+    ioengine: str = "libaio"
+    jobs: list[FioJob]
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        try:
+            return size_bytes(value)
+        except FioParseError as error:
+            raise ValueError(str(error)) from None
+
+    def estimated_seconds(self, repeat: int = 1) -> float:
+        return repeat * len(self.jobs) * (self.runtime_s + self.ramp_s + 0.4)
+
+
+def _grid(rw: list[str], bs: list[str], iodepth: list[int], numjobs: list[int], rwmixread: int = 70) -> list[FioJob]:
+    return [FioJob(rw=r, bs=b, iodepth=q, numjobs=n, rwmixread=rwmixread) for r, b, q, n in itertools.product(rw, bs, iodepth, numjobs)]  # type: ignore[arg-type]
+
+
+def quick() -> Plan:
+    """About 18 jobs of 1 s: every direction, small and large blocks, low and high queue depth."""
+    jobs = [
+        *_grid(["randread"], ["4k"], [1, 4, 32], [1]),
+        *_grid(["randread"], ["64k"], [1, 16], [1]),
+        *_grid(["read"], ["1m"], [1, 8], [1]),
+        *_grid(["randwrite"], ["4k"], [1, 16], [1]),
+        *_grid(["randwrite"], ["64k"], [4], [1]),
+        *_grid(["write"], ["1m"], [1, 8], [1]),
+        *_grid(["randrw"], ["16k"], [1, 8], [1]),
+        FioJob(rw="randread", bs=4096, iodepth=8, numjobs=2),
+        FioJob(rw="randwrite", bs=4096, iodepth=4, numjobs=2),
+        FioJob(rw="randread", bs=16384, iodepth=4, numjobs=1),
+        FioJob(rw="randwrite", bs=262144, iodepth=2, numjobs=1),
+    ]
+    return Plan(name="quick", runtime_s=1.0, ramp_s=0.25, size=128 << 20, jobs=jobs)
+
+
+def standard() -> Plan:
+    """Block size 4K..1M x randread/randwrite/read/write/randrw x iodepth 1..128, plus numjobs 4: 150 jobs of 4 s."""
+    sizes = ["4k", "16k", "64k", "256k", "1m"]
+    rws = ["randread", "randwrite", "read", "write", "randrw"]
+    jobs = _grid(rws, sizes, [1, 4, 16, 64, 128], [1]) + _grid(rws, sizes, [16], [4])
+    return Plan(name="standard", runtime_s=4.0, ramp_s=0.5, size=1 << 30, jobs=jobs)
+
+
+def load_plan(spec: str) -> Plan:
+    if spec == "quick":
+        return quick()
+    if spec == "standard":
+        return standard()
+    path = Path(spec)
+    if not path.is_file():
+        raise PlanError(f"--plan: expected quick, standard or a plan file, found {spec!r} (no such file)")
+    try:
+        raw = yaml.safe_load(path.read_text()) if path.suffix.lower() in (".yaml", ".yml") else json.loads(path.read_text())
+    except (yaml.YAMLError, json.JSONDecodeError) as error:
+        raise PlanError(f"--plan {path}: cannot parse ({error})") from None
+    if not isinstance(raw, dict):
+        raise PlanError(f"--plan {path}: expected a mapping with `jobs` and/or `grid`")
+    raw = dict(raw)
+    grid = raw.pop("grid", None)
+    jobs = list(raw.pop("jobs", None) or [])
+    try:
+        if grid:
+            jobs = [
+                j.model_dump()
+                for j in _grid(
+                    grid.get("rw", ["randread"]), grid.get("bs", ["4k"]), grid.get("iodepth", [1]), grid.get("numjobs", [1]), grid.get("rwmixread", 70)
+                )
+            ] + jobs
+        if not jobs:
+            raise PlanError(f"--plan {path}: the plan has no jobs")
+        plan = Plan.model_validate({"name": raw.pop("name", path.stem), **raw, "jobs": jobs})
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise PlanError(f"--plan {path}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
+    ids = [j.id for j in plan.jobs]
+    if len(set(ids)) != len(ids):
+        raise PlanError(f"--plan {path}: a job appears twice ({sorted({i for i in ids if ids.count(i) > 1})[0]})")
+    return plan

@@ -1,0 +1,143 @@
+"""Calibrated device profiles: a YAML file that is also a valid catalog file (kind + entries).
+
+    format: iowatt-profile
+    version: 1
+    kind: ssd
+    entries:
+      NAME: {...every SSDSpec field, wrapped with provenance...}
+    calibration: {base, bundle, holdout, uncertainty, residuals, ...}
+
+Fitted values carry `p: calibrated` and `src: <bundle path> (manifest <id>)`;
+values the bundle does not inform keep the base device's value and provenance,
+with a note saying so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from calibration.fit import FitResult
+from models.provenance import unwrap
+
+FORMAT = "iowatt-profile"
+VERSION = 1
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def _number(value: float) -> float:
+    return float(f"{value:.6g}") if math.isfinite(value) else value
+
+
+def profile_name(output: Path) -> str:
+    name = re.sub(r"[^a-z0-9]+", "-", output.stem.lower()).strip("-")
+    return name or "calibrated"
+
+
+def build(
+    name: str, base_name: str, bundle_path: str, manifest: Any, result: FitResult, holdout: list[str], training: list[str], seed: int, fraction: float
+) -> dict[str, Any]:
+    from models import catalog
+
+    base = catalog.lookup("ssd", base_name)
+    src = f"{bundle_path} (manifest {manifest.id})"
+    fields: dict[str, Any] = {}
+    values = base.spec.model_dump(mode="json")
+    fitted = dict(result.values)
+    power = result.power or {}
+    if "read_J_per_byte" in power and "seq_read_MBps" in result.informed:
+        fitted["active_read_W"] = values["idle_W"] + max(power["read_J_per_byte"], 0.0) * fitted["seq_read_MBps"] * 1e6
+    if "write_J_per_byte" in power and "seq_write_MBps" in result.informed:
+        fitted["active_write_W"] = values["idle_W"] + max(power["write_J_per_byte"], 0.0) * fitted["seq_write_MBps"] * 1e6
+    calibrated = (
+        set(result.informed) | ({"active_read_W"} if "active_read_W" in fitted else set()) | ({"active_write_W"} if "active_write_W" in fitted else set())
+    )
+    for key, value in values.items():
+        if key == "name":
+            continue
+        if key in calibrated:
+            note = f"fitted by iowatt calibrate on {len(training)} jobs (base {base_name})"
+            if key in result.rel_stderr:
+                note += f"; relative standard error {result.rel_stderr[key]:.2%}"
+            if key.startswith("active_"):
+                note += f"; incremental power from {power.get('column')} over idle_W of the base"
+            fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note}
+            continue
+        prov = base.provenance.get(key)
+        if prov is None:
+            fields[key] = value if key != "model" else f"{value} (profile calibrated from {bundle_path})"
+            continue
+        wrapped: dict[str, Any] = {"v": value, "p": prov.p}
+        if prov.src:
+            wrapped["src"] = prov.src
+        why = result.not_informed.get(key, "not a parameter of the fio fit")
+        wrapped["note"] = "; ".join(x for x in (prov.note, f"base {base_name} value, not informed by {bundle_path}: {why}") if x)
+        fields[key] = wrapped
+    uncertainty = {
+        k: {"value": _number(result.values[k]), "rel_stderr": _number(result.rel_stderr[k]), "stderr": _number(result.values[k] * result.rel_stderr[k])}
+        for k in result.informed
+    }
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": "ssd",
+        "entries": {name: fields},
+        "calibration": {
+            "name": name,
+            "base": base_name,
+            "bundle": {
+                "path": bundle_path,
+                "id": manifest.id,
+                "created": manifest.created,
+                "device": manifest.target.get("device"),
+                "model": manifest.target.get("model"),
+                "filesystem": manifest.target.get("filesystem"),
+            },
+            "model": "IOPS = min(N / unloaded latency, 1 / service time); service = bs/BW + t_op; see calibration/model.py",
+            "calibrated": sorted(calibrated),
+            "not_informed": dict(sorted(result.not_informed.items())),
+            "uncertainty": uncertainty,
+            "power": power or None,
+            "fit": {"training_jobs": len(training), "dof": result.dof, "cost": _number(result.cost), "s": _number(result.s)},
+            "holdout": {"fraction": fraction, "seed": seed, "jobs": sorted(holdout)},
+            "training": sorted(training),
+            "residuals": [{k: (_number(v) if isinstance(v, float) else v) for k, v in row.items()} for row in result.residuals],
+        },
+    }
+
+
+def dump(document: dict[str, Any]) -> str:
+    return yaml.safe_dump(document, sort_keys=False, width=200)
+
+
+def load(path: Path) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
+    """(plain SSD values, the calibration section, the raw document) of a profile file."""
+    if not path.is_file():
+        raise ProfileError(f"--profile {path}: no such file")
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ProfileError(f"--profile {path}: not valid YAML ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ProfileError(f"--profile {path}: expected format {FORMAT!r}, found {document.get('format') if isinstance(document, dict) else None!r}")
+    if document.get("version") != VERSION:
+        raise ProfileError(f"--profile {path}: expected profile version {VERSION}, found {document.get('version')!r}")
+    entries = document.get("entries") or {}
+    if document.get("kind") != "ssd" or len(entries) != 1:
+        raise ProfileError(f"--profile {path}: expected kind ssd with one entry")
+    ((name, fields),) = entries.items()
+    plain, _ = unwrap(dict(fields))
+    from models.ssd import SSDSpec
+
+    try:
+        spec = SSDSpec.model_validate({"name": name, **plain})
+    except ValueError as error:
+        raise ProfileError(f"--profile {path}: entry {name!r} is invalid: {error}") from None
+    return spec.model_dump(), document.get("calibration") or {}, document

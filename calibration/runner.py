@@ -1,0 +1,292 @@
+"""`iowatt collect fio`: run a plan of fio jobs on a target and write a trace bundle.
+
+Safety: the target is a directory (a test file is created inside it and
+removed afterwards), a file path (created and removed when new; an existing
+file is overwritten only with --destructive), or a block device, which is
+refused unless --destructive and --serial SERIAL match the device and no
+filesystem on it is mounted.  fio writes only to that one file or device.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import stat
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from calibration import bundle, inventory, power
+from calibration.fioparse import parse_file
+from calibration.plan import FioJob, Plan
+
+TEST_FILE = "iowatt-fio.testfile"
+
+
+class CollectError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path  # what the user named
+    fio_filename: Path  # the file or device fio opens
+    created: bool  # we created fio_filename and remove it afterwards
+    raw_device: bool
+
+
+def find_fio() -> str:
+    found = shutil.which("fio")
+    if found is None:
+        raise CollectError("fio is not installed or not on PATH; install it with `apt-get install fio` (or `dnf install fio`, `brew install fio`)")
+    return found
+
+
+def fio_version(fio: str) -> str:
+    try:
+        return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _mounted_partitions(device: str) -> list[str]:
+    names = {device}
+    base = inventory.SYS_BLOCK / device
+    if base.is_dir():
+        names |= {p.name for p in base.iterdir() if (p / "partition").exists()}
+    found = []
+    for source, point, _ in inventory.mounts():
+        if source.startswith("/dev/") and Path(source).name in names:
+            found.append(f"{source} on {point}")
+        elif source.startswith("/dev/") and os.path.exists(source):
+            real = Path(source).resolve().name
+            if real in names:
+                found.append(f"{source} on {point}")
+    return found
+
+
+def resolve_target(path: Path, destructive: bool, serial: str | None, out: Path | None = None) -> Target:
+    if not path.exists():
+        parent = path.parent if str(path.parent) else Path(".")
+        if path.is_symlink() or not parent.is_dir():
+            raise CollectError(f"--target {path}: no such file or directory")
+        return Target(path, path, created=True, raw_device=False)
+    real = path.resolve()
+    mode = real.stat().st_mode
+    if stat.S_ISDIR(mode):
+        if not os.access(real, os.W_OK):
+            raise CollectError(f"--target {path}: the directory is not writable")
+        test_file = real / TEST_FILE
+        if test_file.exists():
+            raise CollectError(f"--target {path}: {test_file} already exists (left by an interrupted run?); remove it first")
+        return Target(path, test_file, created=True, raw_device=False)
+    if stat.S_ISREG(mode):
+        if not destructive:
+            raise CollectError(
+                f"--target {path}: the file exists and write jobs would overwrite it; give a directory or a new file name, or pass --destructive"
+            )
+        return Target(path, real, created=False, raw_device=False)
+    if stat.S_ISBLK(mode):
+        name = real.name
+        disk = inventory.block_device_of(real) or name
+        mounted = _mounted_partitions(disk) + ([] if disk == name else _mounted_partitions(name))
+        actual = inventory.device_serial(disk)
+        if not destructive or serial is None:
+            raise CollectError(
+                f"--target {path}: a raw block device; fio would write to it directly and destroy its data. "
+                f"Refused unless --destructive and --serial {actual or 'SERIAL'} (the device's serial) are both given"
+                + (f"; it also holds a mounted filesystem ({', '.join(mounted)})" if mounted else "")
+            )
+        if actual is None or serial.strip() != actual.strip():
+            raise CollectError(f"--target {path}: --serial {serial!r} does not match the device's serial {actual!r}; refused")
+        if mounted:
+            raise CollectError(f"--target {path}: holds a mounted filesystem ({', '.join(mounted)}); unmount it first, or give a directory on it")
+        return Target(path, real, created=False, raw_device=True)
+    raise CollectError(f"--target {path}: expected a directory, a file or a block device, found another kind of file")
+
+
+def _check_space(target: Target, plan: Plan) -> None:
+    if target.raw_device:
+        return
+    folder = target.fio_filename.parent
+    free = shutil.disk_usage(folder).free
+    if target.created and free < 2 * plan.size:
+        raise CollectError(f"--target {target.path}: needs {2 * plan.size >> 20} MiB free for the {plan.size >> 20} MiB test file, found {free >> 20} MiB")
+
+
+def fio_args(fio: str, job: FioJob, plan: Plan, filename: Path, prefix: Path, raw_device: bool = False) -> list[str]:
+    args = [
+        fio,
+        f"--name={job.id}",
+        f"--filename={filename}",
+        f"--rw={job.rw}",
+        f"--bs={job.bs}",
+        f"--iodepth={job.iodepth}",
+        f"--numjobs={job.numjobs}",
+        "--group_reporting",
+        f"--ioengine={plan.ioengine}",
+        "--direct=1",
+        "--time_based",
+        f"--runtime={plan.runtime_s}s",
+        f"--ramp_time={plan.ramp_s}s",
+        "--randrepeat=0",
+        "--norandommap",
+        "--output-format=json+",
+        f"--output={prefix}.json",
+        f"--write_bw_log={prefix}",
+        f"--write_lat_log={prefix}",
+        "--log_avg_msec=100",
+    ]
+    if not raw_device:  # on a device fio uses its whole size
+        args.append(f"--size={plan.size}")
+    if job.rw == "randrw":
+        args.append(f"--rwmixread={job.rwmixread}")
+    return args
+
+
+def relative_spread(values: list[float]) -> float:
+    """Run-to-run spread: sample standard deviation / mean (0 with one run)."""
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean else 0.0
+
+
+def collect(
+    target_path: Path,
+    plan: Plan,
+    out: Path,
+    repeat: int = 1,
+    destructive: bool = False,
+    serial: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> bundle.Manifest:
+    target = resolve_target(target_path, destructive, serial)
+    fio = find_fio()
+    if repeat < 1:
+        raise CollectError(f"--repeat: expected at least 1, found {repeat}")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CollectError(f"--out {out}: already exists and is not empty; choose a new bundle directory")
+    out_real = out.resolve()
+    if not target.raw_device and (out_real == target.fio_filename or out_real.is_relative_to(target.fio_filename)):
+        raise CollectError(f"--out {out}: must not be the fio test file")
+    _check_space(target, plan)
+    say = progress or (lambda text: print(text, file=sys.stderr))
+
+    info = inventory.collect(target.path)
+    nvme_states = [s["max_W"] for s in info["nvme"].get("power_states", [])] if info["nvme"].get("available") else None
+    sources, source_record = power.detect(info["block_device"].get("name"), nvme_states)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "raw").mkdir()
+    (out / "power").mkdir()
+    import json
+
+    (out / "inventory.json").write_text(json.dumps(info, indent=2) + "\n")
+    jobs = {job.id: bundle.JobEntry(id=job.id, params={**job.model_dump(), "read_fraction": job.read_fraction}) for job in plan.jobs}
+    run_rows: list[dict[str, Any]] = []
+    total = repeat * len(plan.jobs)
+    try:
+        step = 0
+        for r in range(repeat):  # interleaved: every job once, then again
+            for job in plan.jobs:
+                step += 1
+                stem = f"{job.id}.r{r}"
+                prefix = out / "raw" / stem
+                say(f"[{step}/{total}] {stem}")
+                with power.Sampler(sources) as sampler:
+                    done = subprocess.run(
+                        fio_args(fio, job, plan, target.fio_filename, prefix, target.raw_device), capture_output=True, text=True, cwd=out / "raw"
+                    )
+                if done.returncode != 0:
+                    detail = (done.stderr or done.stdout).strip().splitlines()
+                    raise CollectError(f"fio failed on job {job.id}: {detail[-1] if detail else f'exit status {done.returncode}'}")
+                record = parse_file(Path(f"{prefix}.json"))
+                start_epoch = record["timestamp_ms"] / 1e3 - record["runtime_s"]
+                samples = [{**s, "t_s": round(s["epoch_s"] - start_epoch, 4)} for s in sampler.samples]
+                files = sorted(p.relative_to(out).as_posix() for p in (out / "raw").glob(f"{stem}[._]*"))
+                if samples:
+                    bundle.write_csv(out / "power" / f"{stem}.csv", samples)
+                    files.append(f"power/{stem}.csv")
+                means = power.mean_power(samples, 0.0, record["runtime_s"])
+                run_rows.append(
+                    {"job_id": job.id, "repeat": r, **{k: v for k, v in record.items() if k != "jobname"}, **{f"power_{k}": v for k, v in means.items()}}
+                )
+                jobs[job.id].runs.append(bundle.RunEntry(repeat=r, files=files))
+    finally:
+        if target.created:
+            target.fio_filename.unlink(missing_ok=True)
+    bundle.write_csv(out / "tables" / "runs.csv", run_rows)
+    bundle.write_csv(out / "tables" / "jobs.csv", summarize(run_rows))
+    manifest = bundle.Manifest(
+        format=bundle.FORMAT,
+        version=bundle.VERSION,
+        id=bundle.new_id(),
+        kind="fio",
+        created=bundle.now_iso(),
+        tools={"iowatt": _iowatt_version(), "fio": fio_version(fio), "python": sys.version.split()[0]},
+        plan=plan.name,
+        repeat=repeat,
+        target={
+            "path": str(target.path),
+            "fio_filename": str(target.fio_filename),
+            "raw_device": target.raw_device,
+            "device": info["block_device"].get("name"),
+            "model": info["block_device"].get("model"),
+            "filesystem": info["filesystem"].get("type"),
+            "runtime_s": plan.runtime_s,
+            "ramp_s": plan.ramp_s,
+            "size": plan.size,
+            "ioengine": plan.ioengine,
+        },
+        power_sources={k: bundle.PowerSource(available=bool(v["available"]), detail=str(v["detail"])) for k, v in source_record.items()},
+        jobs=list(jobs.values()),
+    )
+    return bundle.finalize(out, manifest)
+
+
+def _iowatt_version() -> str:
+    try:
+        from simulator.provenance import version
+
+        return version()
+    except Exception:  # the version string is informative only
+        return "unknown"
+
+
+def summarize(run_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per job: mean throughput and latency over its runs, and their run-to-run spread."""
+    by_job: dict[str, list[dict[str, Any]]] = {}
+    for row in run_rows:
+        by_job.setdefault(row["job_id"], []).append(row)
+    rows = []
+    for job_id, runs in by_job.items():
+        bw = [float(r["bw_Bps"]) for r in runs]
+        lat = [float(r["lat_mean_us"]) for r in runs]
+        first = runs[0]
+        row = {
+            "job_id": job_id,
+            "rw": first["rw"],
+            "bs": first["bs"],
+            "iodepth": first["iodepth"],
+            "numjobs": first["numjobs"],
+            "rwmixread": first["rwmixread"],
+            "runs": len(runs),
+            "bw_Bps": statistics.fmean(bw),
+            "bw_spread": relative_spread(bw),
+            "read_bw_Bps": statistics.fmean(float(r["read_bw_Bps"]) for r in runs),
+            "write_bw_Bps": statistics.fmean(float(r["write_bw_Bps"]) for r in runs),
+            "iops": statistics.fmean(float(r["iops"]) for r in runs),
+            "lat_mean_us": statistics.fmean(lat),
+            "lat_spread": relative_spread(lat),
+        }
+        for key in sorted({k for r in runs for k in r if k.startswith("power_")}):
+            values = [float(r[key]) for r in runs if key in r and r[key] not in ("", None) and not math.isnan(float(r[key]))]
+            if values:
+                row[key] = statistics.fmean(values)
+        rows.append(row)
+    return rows

@@ -1,0 +1,184 @@
+"""Calibration commands: `iowatt collect fio|dlio`, `iowatt calibrate`, `iowatt validate`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from iowatt.errors import UserError, user_errors
+
+collect_app = typer.Typer(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
+
+
+def _errors() -> tuple[type[Exception], ...]:
+    from calibration.bundle import BundleError
+    from calibration.dlio import DlioError
+    from calibration.fioparse import FioParseError
+    from calibration.fit import FitError
+    from calibration.plan import PlanError
+    from calibration.profile import ProfileError
+    from calibration.runner import CollectError
+
+    return (BundleError, DlioError, FioParseError, FitError, PlanError, ProfileError, CollectError)
+
+
+def _as_user_error(func):  # noqa: ANN001
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except _errors() as error:
+            raise UserError(str(error)) from None
+
+    return wrapper
+
+
+def _default_out(prefix: str) -> Path:
+    from datetime import datetime
+
+    return Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+
+
+@collect_app.command("fio")
+@user_errors
+@_as_user_error
+def collect_fio(
+    target: Annotated[Path, typer.Option("--target", "-t", help="Directory (a test file is created and removed), file, or block device to measure.")],
+    plan: Annotated[str, typer.Option("--plan", help="quick (< 1 min), standard (< 15 min), or a plan YAML/JSON file.")] = "quick",
+    repeat: Annotated[int, typer.Option("--repeat", "-r", help="Run every job N times, interleaved, and record each job's spread.")] = 1,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle directory to create (default: fio-bundle-DATE).")] = None,
+    destructive: Annotated[bool, typer.Option("--destructive", help="Allow writing to an existing file or a raw block device.")] = False,
+    serial: Annotated[str | None, typer.Option("--serial", help="Serial number of the block device; required with --destructive on a device.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Run a plan of fio jobs on TARGET and save a trace bundle (raw fio JSON+, logs, inventory, power samples)."""
+    from calibration.plan import load_plan
+    from calibration.runner import collect
+
+    chosen = load_plan(plan)
+    out = out or _default_out("fio-bundle")
+    if not quiet:
+        print(f"{chosen.name}: {len(chosen.jobs)} jobs x {repeat}, about {chosen.estimated_seconds(repeat):.0f} s", file=sys.stderr)
+    manifest = collect(target, chosen, out, repeat=repeat, destructive=destructive, serial=serial, progress=(lambda _: None) if quiet else None)
+    absent = [k for k, v in manifest.power_sources.items() if not v.available]
+    print(f"bundle {out} (manifest {manifest.id}): {len(manifest.jobs)} jobs, {sum(len(j.runs) for j in manifest.jobs)} runs; "
+          f"power sources absent: {', '.join(absent) or 'none'}", file=sys.stderr)
+    typer.echo(str(out))
+
+
+@collect_app.command("dlio")
+@user_errors
+@_as_user_error
+def collect_dlio(
+    ingest: Annotated[Path | None, typer.Option("--ingest", help="An existing DLIO output folder (with summary.json) to turn into a bundle.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="A DLIO workload YAML to run (needs dlio_benchmark on PATH).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle directory to create (default: dlio-bundle-DATE).")] = None,
+) -> None:
+    """Ingest a DLIO output folder, or run DLIO, into a trace bundle."""
+    from calibration import dlio
+
+    if (ingest is None) == (config is None):
+        raise UserError("give exactly one of --ingest DIR or --config WORKLOAD.yaml")
+    out = out or _default_out("dlio-bundle")
+    manifest = dlio.ingest(ingest, out) if ingest is not None else dlio.run(config, out)  # type: ignore[arg-type]
+    print(f"bundle {out} (manifest {manifest.id}): {len(manifest.files)} files", file=sys.stderr)
+    typer.echo(str(out))
+
+
+@user_errors
+@_as_user_error
+def calibrate(
+    bundle_path: Annotated[Path, typer.Argument(metavar="BUNDLE", help="Trace bundle from `iowatt collect fio`.")],
+    base: Annotated[str, typer.Option("--base", "-b", help="Catalog SSD whose values the bundle does not inform are kept.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Profile YAML to write.")],
+    holdout: Annotated[float, typer.Option("--holdout", help="Fraction of jobs held back for `iowatt validate` (drawn per rw kind).")] = 0.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the holdout draw.")] = 0,
+    name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
+) -> None:
+    """Fit device parameters to a bundle (least squares) and write a calibrated profile."""
+    from calibration import bundle, fit, profile
+    from calibration.dataset import load_jobs
+    from iowatt.output import write_text
+    from models import catalog
+
+    base_entry = catalog.lookup("ssd", base)
+    manifest = bundle.load(bundle_path)
+    jobs = load_jobs(bundle_path, manifest)
+    training, held = fit.split_holdout(jobs, holdout, seed)
+    result = fit.fit(training, base_entry.spec.model_dump())
+    power_columns = sorted({k for j in training if j.power for k in j.power if k.endswith("_W") and not k.startswith("nvme_ps")})
+    if power_columns:
+        preferred = next((c for c in ("ipmi_system_W",) if c in power_columns), power_columns[0])
+        result.power = fit.fit_power(training, preferred) or {}
+    document = profile.build(name or profile.profile_name(output), base_entry.name, str(bundle_path), manifest, result,
+                             [j.id for j in held], [j.id for j in training], seed, holdout)
+    write_text(profile.dump(document), output)
+    print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back", file=sys.stderr)
+    for key in result.informed:
+        print(f"  {key:18s} {result.values[key]:14.6g}  +/- {result.rel_stderr[key]:.1%}", file=sys.stderr)
+    for key, why in result.not_informed.items():
+        print(f"  {key:18s} base value ({why})", file=sys.stderr)
+    errors = sorted(abs(r["error_pct"]) for r in result.residuals)
+    print(f"  training residuals: median |error| {errors[len(errors) // 2]:.1f} %, max {errors[-1]:.1f} %", file=sys.stderr)
+
+
+def _validate_table(path: Path, fmt: str | None, strict: bool) -> None:
+    """Hook for `iowatt validate TABLE.yaml` (published measurement tables); another module replaces it."""
+    raise UserError("validation tables: not available in this build")
+
+
+@user_errors
+def validate(
+    table: Annotated[Path | None, typer.Argument(metavar="[TABLE]", help="A table of published measurements (not available in this build).")] = None,
+    bundle_path: Annotated[Path | None, typer.Option("--bundle", help="Trace bundle whose held-back jobs to predict.")] = None,
+    profile_path: Annotated[Path | None, typer.Option("--profile", help="Profile YAML from `iowatt calibrate`.")] = None,
+    all_jobs: Annotated[bool, typer.Option("--all", help="Predict every job of the bundle, not only the held-back ones.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="table or json (default: table on a terminal, json otherwise).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a prediction misses (tables only).")] = False,
+) -> None:
+    """Predict measurements and print predicted vs measured with the error."""
+    from iowatt.output import choose_format, write_text
+
+    if bundle_path is None:
+        if table is None:
+            raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")
+        _validate_table(table, fmt, strict)
+        return
+    if profile_path is None:
+        raise UserError("--bundle needs --profile PROFILE.yaml (from `iowatt calibrate`)")
+    chosen = choose_format(fmt, None, ("table", "json"))
+    try:
+        from calibration.check import validate as run_check
+
+        report = run_check(bundle_path, profile_path, all_jobs)
+    except _errors() as error:
+        raise UserError(str(error)) from None
+    if chosen == "json":
+        write_text(json.dumps(report, indent=2) + "\n", None)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}")
+    columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict")
+    for column in columns:
+        out.add_column(column, justify="left" if column in ("job", "verdict") else "right")
+    for row in report["jobs"]:
+        out.add_row(*("" if row[c] is None else (f"{row[c]:+.1f}" if c == "error_pct" else str(row[c])) for c in columns))
+    console = Console(width=140)
+    console.print(out)
+    s = report["summary"]
+    console.print(f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
+                  f"{s['within_noise']} within run-to-run noise (2 sigma)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(collect_app, name="collect")
+    app.command("calibrate")(calibrate)
+    app.command("validate")(validate)

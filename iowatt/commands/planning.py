@@ -1,0 +1,332 @@
+"""`iowatt sweep`, `iowatt compare`, `iowatt plan`: many scenarios at once (docs/planning.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from iowatt.errors import UserError, user_errors
+
+SetOption = Annotated[list[str] | None, typer.Option("--set", "-s", help="Fixed override PATH=VALUE for every case (repeatable).")]
+FormatOption = Annotated[
+    str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal, json otherwise).")
+]
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")]
+NodesOption = Annotated[int | None, typer.Option("--nodes", help="Failure model: nodes in the job (enables goodput metrics).")]
+MtbfOption = Annotated[float | None, typer.Option("--node-mtbf-hours", help="Failure model: mean time between failures of one node, hours.")]
+RestartOption = Annotated[float, typer.Option("--restart-seconds", help="Failure model: time to restart the job after a failure.")]
+IntervalOption = Annotated[str | None, typer.Option("--interval", help="Checkpoint interval for derived metrics: seconds, '10 min', daly or young.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(sweep)
+    app.command()(compare)
+    app.command()(plan)
+
+
+@user_errors
+def sweep(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML (or library name), or a sweep YAML with scenario/grid/random.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Results file: .csv or .parquet; rows are added as they finish.")],
+    grid: Annotated[list[str] | None, typer.Option("--grid", "-g", help="Axis KEY=V1,V2,... (same paths as --set); full factorial (repeatable).")] = None,
+    random_: Annotated[int | None, typer.Option("--random", help="Draw N random cases instead of the full factorial.")] = None,
+    range_: Annotated[list[str] | None, typer.Option("--range", help="Random axis KEY=LO:HI, uniform (integers when both ends are) (repeatable).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --random draws.")] = 0,
+    set_: SetOption = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes (default: CPU count; 0 = run in this process).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="Dask scheduler, e.g. tcp://host:8786.")] = None,
+    scheduler_file: Annotated[str | None, typer.Option("--scheduler-file", help="Dask scheduler file (dask-jobqueue, dask-mpi).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Keep the rows already in --output and skip their scenario hashes.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="csv or parquet (default: by --output extension).")] = None,
+) -> None:
+    """Run a grid or random sample of variants of one scenario; one row per case."""
+    from scenarios import sweep as sw
+
+    chosen = fmt or {".csv": "csv", ".parquet": "parquet"}.get(output.suffix.lower())
+    if chosen not in ("csv", "parquet"):
+        raise UserError(f"--output {output}: sweeps write .csv or .parquet (or give --format csv|parquet)")
+    base, origin = sw.load_base(scenario)
+    if sw.is_sweep_file(base):
+        spec = sw.sweep_from_file(sw.resolve_path(scenario), base)
+    else:
+        spec = sw.Sweep(base=base, origin=origin)
+    spec.overrides += list(set_ or [])
+    for text in grid or []:
+        spec.grid.append(sw.parse_axis(text, "--grid", spec.base))
+    for text in range_ or []:
+        spec.ranges.append(sw.parse_range(text, "--range", spec.base))
+    if random_ is not None:
+        spec.samples, spec.seed = random_, seed
+    cases = sw.expand(spec)
+    sink = sw.RowSink(output, chosen)
+    with sw.open_executor(jobs, address, scheduler_file) as executor:
+        result = sw.run_sweep(spec, executor, sink, resume=resume, progress=sys.stderr.isatty(), cases=cases)
+    rate = result.done / result.seconds if result.seconds > 0 else 0.0
+    print(
+        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}, "
+        f"{len(result.lost)} lost; {result.seconds:.2f} s, {rate:.1f} scenarios/s",
+        file=sys.stderr,
+    )
+    if result.lost:
+        print(f"error: {len(result.lost)} case(s) lost with their worker ({result.lost[0]}); rerun with --resume", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+def _failure(nodes: int | None, mtbf: float | None, restart: float) -> Any:
+    if (nodes is None) != (mtbf is None):
+        raise UserError("--nodes and --node-mtbf-hours: give both to enable the failure model")
+    if nodes is None:
+        return None
+    from models.goodput import FailureModel
+
+    try:
+        return FailureModel(nodes=nodes, node_mtbf_hours=mtbf, restart_seconds=restart)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise UserError(str(error).replace("failure.nodes", "--nodes").replace("failure.node_mtbf_hours", "--node-mtbf-hours")) from None
+
+
+@user_errors
+def compare(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
+    vary: Annotated[list[str], typer.Option("--vary", "-v", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross.")],
+    cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists instead of pairing them.")] = False,
+    set_: SetOption = None,
+    nodes: NodesOption = None,
+    node_mtbf_hours: MtbfOption = None,
+    restart_seconds: RestartOption = 0.0,
+    interval: IntervalOption = None,
+    fmt: FormatOption = None,
+    output: OutputOption = None,
+) -> None:
+    """Run the scenario once per value and show metrics side by side, with each one's ratio to the first."""
+    import itertools
+    import json
+
+    from iowatt.output import choose_format, write_text
+    from scenarios import plan as pl
+    from scenarios import sweep as sw
+    from scenarios.run import run_scenario
+    from simulator import report
+
+    chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    failure = _failure(nodes, node_mtbf_hours, restart_seconds)
+    tau = pl._interval(interval, "--interval") if interval is not None else None
+    if isinstance(tau, str) and failure is None:
+        raise UserError(f"--interval {interval}: daly/young need --nodes and --node-mtbf-hours")
+    base, origin = sw.load_base(scenario)
+    axes = [sw.parse_axis(text, "--vary", base) for text in vary]
+    if cross:
+        combos = list(itertools.product(*(values for _, values in axes)))
+    else:
+        lengths = {len(values) for _, values in axes}
+        if len(lengths) > 1:
+            shown = ", ".join(f"{k} has {len(v)}" for k, v in axes)
+            raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
+        combos = list(zip(*(values for _, values in axes), strict=True))
+    spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
+    cases = []
+    for index, combo in enumerate(combos):
+        case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
+        resolved, _, error = sw.resolve_case(spec, case)
+        if resolved is None:
+            raise UserError(error)
+        from scenarios.loader import validate
+
+        document, _ = run_scenario(validate(resolved, origin))
+        metrics = dict(document["metrics"])
+        metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
+        label = ", ".join(f"{k}={v}" for k, v in case.values.items())
+        cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+    first = cases[0]["metrics"]
+    for case in cases:
+        case["ratio"] = {k: _ratio(v, first.get(k)) for k, v in case["metrics"].items()}
+    if chosen == "json":
+        write_text(json.dumps({"scenario": origin, "cases": cases}, indent=2, default=str) + "\n", output)
+    elif chosen == "csv":
+        rows = [
+            {"metric": name, "case": c["label"], "value": c["metrics"].get(name), "ratio_to_first": c["ratio"].get(name)}
+            for name in _metric_names(cases)
+            for c in cases
+        ]
+        write_text(report.to_csv(rows), output)
+    else:
+        write_text(_compare_table(cases), output)
+
+
+def _ratio(value: Any, first: Any) -> float | None:
+    if not isinstance(value, int | float) or not isinstance(first, int | float) or isinstance(value, bool) or first == 0:
+        return None
+    return value / first
+
+
+def _metric_names(cases: list[dict[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for case in cases:
+        names.extend(k for k in case["metrics"] if k not in names)
+    return names
+
+
+def _compare_table(cases: list[dict[str, Any]]) -> str:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from simulator.report import format_number
+
+    console = Console(file=io.StringIO(), width=60 + 34 * len(cases), force_terminal=False, color_system=None)
+    table = Table(title="compare (ratio to the first column)")
+    table.add_column("metric")
+    for case in cases:
+        table.add_column(case["label"], justify="right", overflow="fold")
+    for name in _metric_names(cases):
+        cells = []
+        for i, case in enumerate(cases):
+            value = case["metrics"].get(name)
+            ratio = case["ratio"].get(name)
+            text = "" if value is None else format_number(value)
+            if i > 0 and ratio is not None:
+                text += f" ({ratio:.3g}x)"
+            cells.append(text)
+        table.add_row(name, *cells)
+    console.print(table)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+@user_errors
+def plan(
+    spec_file: Annotated[Path, typer.Argument(help="Plan spec YAML: scenario, choices, constraints, objective, failure.")],
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes (default: CPU count; 0 = in this process).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="Dask scheduler, e.g. tcp://host:8786.")] = None,
+    scheduler_file: Annotated[str | None, typer.Option("--scheduler-file", help="Dask scheduler file.")] = None,
+    top: Annotated[int, typer.Option("--top", help="Best configurations to show.")] = 5,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the cost-vs-time Pareto plot to this PNG (needs matplotlib).")] = None,
+    fmt: FormatOption = None,
+    output: OutputOption = None,
+) -> None:
+    """Search candidate configurations for the best one that meets the constraints."""
+    import json
+
+    from iowatt.output import choose_format, write_text
+    from scenarios import plan as pl
+    from scenarios.sweep import open_executor
+
+    chosen = choose_format(fmt, output, ("table", "json"))
+    spec = pl.load_spec(spec_file)
+    with open_executor(jobs, address, scheduler_file) as executor:
+        result = pl.search(spec, executor)
+    ranked = result.ranked()
+    cost_axis = "cost_usd" if result.feasible and all(c.get("cost_usd") is not None for c in result.feasible) else "device_count"
+    front = result.pareto(cost_axis)
+    rejected = result.rejected_families()
+    if plot is not None:
+        _plot(result, front, cost_axis, plot)
+    if chosen == "json":
+        document = {
+            "plan": spec.name,
+            "objective": {"maximise" if spec.maximise else "minimise": spec.objective},
+            "constraints": [str(c) for c in spec.constraints],
+            "search": result.search,
+            "simulations": result.simulations,
+            "best": ranked[:top],
+            "pareto": {"axes": [cost_axis, "save_checkpoint_duration_mean_seconds"], "points": front},
+            "rejected_families": rejected,
+            "notes": result.notes,
+            "configurations": result.configs,
+        }
+        write_text(json.dumps(document, indent=2, default=str) + "\n", output)
+        return
+    write_text(_plan_text(result, ranked[:top], front, cost_axis, rejected), output)
+
+
+def _plan_columns(spec: Any) -> list[str]:
+    from scenarios.plan import INTERVAL_KEY
+
+    columns = [k for k, _ in spec.choices]
+    if spec.intervals:
+        columns.append(INTERVAL_KEY)
+    shown = [spec.objective, "save_checkpoint_duration_mean_seconds", *(c.metric for c in spec.constraints)]
+    for extra in ("cost_usd", "device_count", "checkpoint_interval_seconds", "goodput", "endurance_years", "ssd_energy_per_day_Wh"):
+        shown.append(extra)
+    for name in shown:
+        if name not in columns:
+            columns.append(name)
+    return columns
+
+
+def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, Any]], cost_axis: str, rejected: list[dict[str, Any]]) -> str:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from simulator.report import format_number
+
+    spec = result.spec
+    console = Console(file=io.StringIO(), width=220, force_terminal=False, color_system=None)
+    sense = "maximise" if spec.maximise else "minimise"
+    console.print(f"plan {spec.name}: {sense} {spec.objective} subject to {'; '.join(map(str, spec.constraints)) or 'no constraints'}")
+    console.print(
+        f"search: {result.search}; {result.simulations} simulation(s), {len(result.configs)} configuration(s), "
+        f"{len(result.feasible)} feasible"
+    )
+    columns = [c for c in _plan_columns(spec) if any(row.get(c) is not None for row in result.configs)]
+
+    def cell(row: dict[str, Any], column: str) -> str:
+        value = row.get(column)
+        if value is None:
+            return "no price in catalog" if column == "cost_usd" else ""
+        return format_number(value)
+
+    def render(title: str, rows: list[dict[str, Any]]) -> None:
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(cell(row, c) for c in columns))
+        console.print(table)
+
+    if best:
+        render("best configurations", best)
+    else:
+        console.print("no configuration meets every constraint")
+    if front:
+        render(f"Pareto front ({cost_axis} vs save_checkpoint_duration_mean_seconds, feasible only)", front)
+    for family in rejected:
+        console.print(f"rejected {family['family']}: bound by {'; '.join(family['bound_by'])}")
+    for note in result.notes:
+        console.print(f"note: {note}")
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _plot(result: Any, front: list[dict[str, Any]], cost_axis: str, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError(f"--plot {path}: matplotlib is not installed (pip install 'iowatt[plots]')") from None
+    time_axis = "save_checkpoint_duration_mean_seconds"
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for feasible, colour, label in ((False, "0.7", "rejected"), (True, "tab:blue", "feasible")):
+        pts = [c for c in result.configs if c["feasible"] is feasible and c.get(cost_axis) is not None and c.get(time_axis) is not None]
+        ax.scatter([c[cost_axis] for c in pts], [c[time_axis] for c in pts], c=colour, label=label, s=24)
+    if front:
+        ax.plot([c[cost_axis] for c in front], [c[time_axis] for c in front], "r-o", label="Pareto front", ms=4)
+    ax.set_xlabel(cost_axis)
+    ax.set_ylabel("checkpoint save time (s)")
+    ax.set_title(result.spec.name)
+    ax.legend()
+    fig.tight_layout()
+    import io
+
+    from iowatt.output import write_bytes
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)
+    write_bytes(buffer.getvalue(), path)

@@ -1,0 +1,365 @@
+"""Capacity planning: search candidate configurations of a scenario under constraints.
+
+A plan spec (YAML) names
+  scenario:     the base scenario (path relative to the spec, or a library name)
+  set:          fixed overrides, as --set
+  choices:      candidate values per scenario path (storage.device, storage.count,
+                storage.power_state, ...), plus `checkpoint_interval`: seconds,
+                "10 min", `daly` or `young` (needs `failure`)
+  failure:      {nodes, node_mtbf_hours, restart_seconds}: enables goodput metrics
+  write_amplification: drive WA for endurance (default 1)
+  constraints:  ["save_checkpoint_duration_mean_seconds <= 300", "endurance_years >= 5", ...]
+  objective:    {minimise: cost_usd} or {maximise: goodput}
+  max_exhaustive: simulations above which the monotone search is used (default 2000)
+
+Each distinct scenario is simulated once (through the sweep machinery, on any
+Executor); the checkpoint interval only enters the derived metrics, which are
+analytic (models.goodput).  Cost = drives x capacity_TB x price_usd_per_TB and
+is None ("no price in catalog") when the catalog entry has no price.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import re
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from models import goodput as gp
+from scenarios.loader import ScenarioError, read_yaml
+from scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
+
+INTERVAL_KEY = "checkpoint_interval"
+MONOTONE_OBJECTIVES = ("cost_usd", "device_count", "capacity_TB_total")
+OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq}
+_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|==|<|>)\s*([-+0-9.eE]+|inf)\s*$")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    metric: str
+    op: str
+    bound: float
+
+    def holds(self, value: Any) -> bool:
+        return value is not None and not (isinstance(value, float) and math.isnan(value)) and OPS[self.op](value, self.bound)
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.bound:g}"
+
+
+def parse_constraint(text: str, where: str = "constraints") -> Constraint:
+    match = _CONSTRAINT.match(str(text))
+    if not match:
+        raise ScenarioError(f"{where}: expected 'METRIC <= VALUE' or 'METRIC >= VALUE', found {text!r}")
+    return Constraint(match.group(1), match.group(2), float(match.group(3)))
+
+
+@dataclass
+class PlanSpec:
+    base: dict[str, Any]
+    origin: str
+    choices: list[tuple[str, list[str]]]
+    intervals: list[float | str] = field(default_factory=list)
+    failure: gp.FailureModel | None = None
+    constraints: list[Constraint] = field(default_factory=list)
+    objective: str = "cost_usd"
+    maximise: bool = False
+    overrides: list[str] = field(default_factory=list)
+    write_amplification: float = 1.0
+    max_exhaustive: int = 2000
+    name: str = ""
+
+
+def load_spec(path: str | Path) -> PlanSpec:
+    path = Path(path)
+    data = read_yaml(path)
+    allowed = {"name", "description", "scenario", "set", "choices", "failure", "constraints", "objective", "write_amplification", "max_exhaustive"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ScenarioError(f"{path}: unknown plan field(s) {', '.join(unknown)} (fields: {', '.join(sorted(allowed))})")
+    if "scenario" not in data:
+        raise ScenarioError(f"{path}: scenario: required field is missing (the base scenario to plan for)")
+    relative = path.parent / str(data["scenario"])
+    base, origin = load_base(relative if relative.exists() else str(data["scenario"]))
+    spec = PlanSpec(base=base, origin=origin, choices=[], name=str(data.get("name", path.stem)))
+    spec.overrides = [str(s) for s in data.get("set") or []]
+    choices = data.get("choices") or {}
+    if not isinstance(choices, dict) or not choices:
+        raise ScenarioError(f"{path}: choices: expected a mapping of PATH: [values], found {choices!r}")
+    for key, values in choices.items():
+        values = values if isinstance(values, list) else [values]
+        if not values:
+            raise ScenarioError(f"{path}: choices.{key}: expected at least one value")
+        if key == INTERVAL_KEY:
+            spec.intervals = [_interval(v, f"{path}: choices.{key}") for v in values]
+            continue
+        texts = [_yaml_text(v) for v in values]
+        check_path(base, key, texts[0], f"{path}: choices", f"{key}")
+        spec.choices.append((key, texts))
+    failure = data.get("failure")
+    if failure:
+        try:
+            spec.failure = gp.FailureModel(
+                nodes=int(failure.get("nodes", 1)),
+                node_mtbf_hours=float(failure["node_mtbf_hours"]),
+                restart_seconds=_interval(failure.get("restart_seconds", 0.0), f"{path}: failure.restart_seconds"),  # type: ignore[arg-type]
+            )
+        except KeyError as error:
+            raise ScenarioError(f"{path}: failure.{error.args[0]}: required field is missing") from None
+        except (TypeError, ValueError) as error:
+            raise ScenarioError(f"{path}: {error}") from None
+    if any(isinstance(v, str) for v in spec.intervals) and spec.failure is None:
+        raise ScenarioError(f"{path}: choices.{INTERVAL_KEY}: daly/young need a `failure` model (nodes, node_mtbf_hours)")
+    spec.constraints = [parse_constraint(c, f"{path}: constraints") for c in data.get("constraints") or []]
+    objective = data.get("objective") or {"minimise": "cost_usd"}
+    if isinstance(objective, str):
+        objective = {"minimise": objective}
+    senses = {k: v for k, v in objective.items() if k in ("minimise", "minimize", "maximise", "maximize")}
+    if len(senses) != 1 or len(objective) != 1:
+        raise ScenarioError(f"{path}: objective: expected {{minimise: METRIC}} or {{maximise: METRIC}}, found {objective!r}")
+    (sense, metric), = senses.items()
+    spec.objective, spec.maximise = str(metric), sense.startswith("maxi")
+    spec.write_amplification = float(data.get("write_amplification", 1.0))
+    spec.max_exhaustive = int(data.get("max_exhaustive", 2000))
+    return spec
+
+
+def _interval(value: Any, where: str) -> float | str:
+    if isinstance(value, str) and value.strip().lower() in ("daly", "young"):
+        return value.strip().lower()
+    from models.units import UnitError, parse_seconds
+
+    try:
+        seconds = float(parse_seconds(value))
+    except (UnitError, ValueError, TypeError) as error:
+        raise ScenarioError(f"{where}: expected seconds (e.g. 600 or '10 min'), daly or young; {error}") from None
+    if seconds < 0:
+        raise ScenarioError(f"{where}: expected >= 0 s, found {seconds}")
+    return seconds
+
+
+# --- derived metrics -----------------------------------------------------------------------
+
+
+def derived_metrics(
+    metrics: dict[str, Any],
+    resolved: dict[str, Any],
+    *,
+    failure: gp.FailureModel | None = None,
+    interval: float | str | None = None,
+    write_amplification: float = 1.0,
+) -> dict[str, Any]:
+    """Cost, goodput and endurance of one simulated checkpoint configuration."""
+    from models import catalog
+
+    storage = resolved["system"]["storage"]
+    ssd = catalog.spec_from("ssd", storage["device"])
+    count = int(storage.get("count", 1))
+    out: dict[str, Any] = {"device_count": count, "capacity_TB_total": count * ssd.capacity_TB}  # type: ignore[attr-defined]
+    price = ssd.price_usd_per_TB  # type: ignore[attr-defined]
+    out["price_usd_per_TB"] = price
+    out["cost_usd"] = count * ssd.capacity_TB * price if price is not None else None  # type: ignore[attr-defined]
+    delta = metrics.get("save_checkpoint_duration_mean_seconds")
+    if delta is None:
+        return out
+    checkpoints = float(metrics.get("checkpoint_count") or 1.0)
+    checkpoint_bytes = float(metrics.get("bytes_written_total_GB", 0.0)) * 1e9 / checkpoints
+    tau: float | None = None
+    if failure is not None:
+        mtbf = failure.mtbf_seconds
+        out["mtbf_seconds"] = mtbf
+        out["young_interval_seconds"] = gp.young_interval(delta, mtbf)
+        out["daly_interval_seconds"] = gp.daly_interval(delta, mtbf)
+    if interval == "daly" or (interval is None and failure is not None):
+        tau = out.get("daly_interval_seconds")
+    elif interval == "young":
+        tau = out.get("young_interval_seconds")
+    elif isinstance(interval, int | float):
+        tau = float(interval)
+    if tau is None:
+        return out
+    out["checkpoint_interval_seconds"] = tau
+    if failure is not None and tau > 0:
+        out["goodput"] = gp.goodput(tau, delta, failure.mtbf_seconds, failure.restart_seconds)
+        out["expected_lost_work_seconds"] = gp.expected_lost_work(tau, delta, failure.mtbf_seconds)
+    per_day = gp.checkpoints_per_day(tau, delta)
+    out["checkpoints_per_day"] = per_day
+    dwpd = gp.drive_writes_per_day(checkpoint_bytes, per_day, count * ssd.capacity_bytes, write_amplification)  # type: ignore[attr-defined]
+    out["drive_writes_per_day"] = dwpd
+    rated = ssd.endurance_dwpd  # type: ignore[attr-defined]
+    out["endurance_years"] = gp.endurance_years(rated, ssd.warranty_years, dwpd) if rated else None  # type: ignore[attr-defined]
+    energy = metrics.get("ssd_energy_J")
+    if energy is not None:
+        busy = min(per_day * delta, gp.SECONDS_PER_DAY)
+        idle = count * ssd.idle_W * (gp.SECONDS_PER_DAY - busy)  # type: ignore[attr-defined]
+        out["ssd_energy_per_day_Wh"] = (float(energy) / checkpoints * per_day + idle) / 3600.0
+    return out
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+@dataclass
+class PlanResult:
+    spec: PlanSpec
+    configs: list[dict[str, Any]]  # every evaluated configuration, with `feasible` and `violations`
+    search: str
+    simulations: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def feasible(self) -> list[dict[str, Any]]:
+        return [c for c in self.configs if c["feasible"]]
+
+    def ranked(self) -> list[dict[str, Any]]:
+        """Feasible configurations, best first; those without the objective (no price) last."""
+        sign = -1.0 if self.spec.maximise else 1.0
+
+        def key(c: dict[str, Any]) -> tuple:
+            value = c.get(self.spec.objective)
+            return (value is None, sign * value if value is not None else 0.0, c.get("device_count", 0), c.get("ssd_energy_per_day_Wh") or 0.0)
+
+        return sorted(self.feasible, key=key)
+
+    def pareto(self, cost: str, time: str = "save_checkpoint_duration_mean_seconds") -> list[dict[str, Any]]:
+        """Feasible configurations not dominated in (cost, time), both minimised; sorted by cost."""
+        points = [c for c in self.feasible if c.get(cost) is not None and c.get(time) is not None]
+        points.sort(key=lambda c: (c[cost], c[time]))
+        front, best = [], math.inf
+        for c in points:
+            if c[time] < best:
+                front.append(c)
+                best = c[time]
+        return front
+
+    def rejected_families(self) -> list[dict[str, Any]]:
+        """Families (choices other than count and interval) with no feasible configuration, and what bound them."""
+        fixed = {"storage.count", INTERVAL_KEY}
+        keys = [k for k, _ in self.spec.choices if k not in fixed]
+        families: dict[tuple, list[dict[str, Any]]] = {}
+        for c in self.configs:
+            families.setdefault(tuple(c.get(k) for k in keys), []).append(c)
+        out = []
+        for values, members in families.items():
+            if any(m["feasible"] for m in members):
+                continue
+            label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
+            errors = [m for m in members if m.get("error")]
+            if len(errors) == len(members):
+                out.append({"family": label, "bound_by": [f"every run failed: {errors[0]['error']}"]})
+                continue
+            ran = [m for m in members if not m.get("error")]
+            always = [c for c in self.spec.constraints if all(str(c) in m["violations"] for m in ran)]
+            reasons = []
+            for constraint in always or self.spec.constraints:
+                values_seen = [m.get(constraint.metric) for m in ran if m.get(constraint.metric) is not None]
+                if not values_seen and not always:
+                    continue
+                best = (min if constraint.op in ("<=", "<") else max)(values_seen) if values_seen else None
+                shown = "not computable" if best is None else f"best {best:.4g}"
+                reasons.append(f"{constraint} ({shown})")
+            if not always:
+                reasons = ["no single constraint; every configuration breaks at least one of: " + "; ".join(reasons)]
+            out.append({"family": label, "bound_by": reasons})
+        return out
+
+
+def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executor) -> list[dict[str, Any]]:
+    from scenarios.sweep import resolve_case
+
+    result = run_sweep(sweep, executor, cases=cases)
+    if result.lost:
+        raise ScenarioError(f"plan: {len(result.lost)} simulation(s) lost with their worker: {result.lost[0]}")
+    by_case = {r["case"]: r for r in result.rows}
+    configs = []
+    intervals: list[float | str | None] = list(spec.intervals) or [None]
+    for case in cases:
+        row = by_case[case.index]
+        resolved, _, _ = resolve_case(sweep, case)
+        base = {k: row[k] for k in case.values}
+        metrics = {k: v for k, v in row.items() if k not in ("case", "scenario_hash", "error", *case.values)}
+        for interval in intervals:
+            config = {**base, INTERVAL_KEY: interval, "error": row["error"], "scenario_hash": row["scenario_hash"], **metrics}
+            if not row["error"] and resolved is not None:
+                config.update(
+                    derived_metrics(metrics, resolved, failure=spec.failure, interval=interval, write_amplification=spec.write_amplification)
+                )
+            config["violations"] = [] if not row["error"] else ["run failed"]
+            if not row["error"]:
+                config["violations"] = [str(c) for c in spec.constraints if not c.holds(config.get(c.metric))]
+            config["feasible"] = not config["violations"]
+            configs.append(config)
+    return configs
+
+
+def search(spec: PlanSpec, executor: Executor) -> PlanResult:
+    sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
+    keys = [k for k, _ in spec.choices]
+    combos = list(itertools.product(*(v for _, v in spec.choices)))
+    all_cases = [Case(i, dict(zip(keys, combo, strict=True))) for i, combo in enumerate(combos)]
+    notes: list[str] = []
+    if len(all_cases) <= spec.max_exhaustive:
+        configs = _evaluate(spec, sweep, all_cases, executor)
+        result = PlanResult(spec, configs, "exhaustive", len(all_cases), notes)
+    elif "storage.count" in keys and spec.objective in MONOTONE_OBJECTIVES and not spec.maximise:
+        result = _bisect_count(spec, sweep, all_cases, executor)
+    else:
+        raise ScenarioError(
+            f"plan: {len(all_cases)} configurations exceed max_exhaustive ({spec.max_exhaustive}); narrow the choices, raise "
+            f"max_exhaustive, or minimise {', '.join(MONOTONE_OBJECTIVES)} over storage.count (monotone search)"
+        )
+    _price_notes(result)
+    return result
+
+
+def _bisect_count(spec: PlanSpec, sweep: Sweep, all_cases: list[Case], executor: Executor) -> PlanResult:
+    """Per family, the fewest drives that meet every constraint (bisection over sorted counts).
+
+    Assumes more drives never break a constraint that fewer drives met (faster,
+    more endurance) and never cost less: true for time, endurance and cost.
+    """
+    counts = sorted({int(c.values["storage.count"]) for c in all_cases})
+    families: dict[tuple, dict[int, Case]] = {}
+    for case in all_cases:
+        family = tuple((k, v) for k, v in case.values.items() if k != "storage.count")
+        families.setdefault(family, {})[int(case.values["storage.count"])] = case
+    configs: list[dict[str, Any]] = []
+    simulations = 0
+    for members in families.values():
+        lo, hi = 0, len(counts) - 1
+        cache: dict[int, list[dict[str, Any]]] = {}
+
+        def evaluate(i: int, members: dict[int, Case] = members, cache: dict[int, list[dict[str, Any]]] = cache) -> bool:
+            nonlocal simulations
+            if i not in cache:
+                cache[i] = _evaluate(spec, sweep, [members[counts[i]]], executor)
+                simulations += 1
+            return any(c["feasible"] for c in cache[i])
+
+        if not evaluate(hi):
+            lo = hi + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if evaluate(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        for found in cache.values():
+            configs.extend(found)
+    return PlanResult(spec, configs, f"bisection over storage.count ({len(all_cases)} candidates)", simulations)
+
+
+def _price_notes(result: PlanResult) -> None:
+    if result.spec.objective != "cost_usd" and not any(c.get("cost_usd") is not None for c in result.configs):
+        return
+    missing = sorted({str(c.get("storage.device", "?")) for c in result.configs if c.get("price_usd_per_TB") is None and not c.get("error")})
+    if missing:
+        result.notes.append(
+            f"no price in catalog for {', '.join(missing)}: cost_usd left empty; "
+            + ("ranked after priced devices, then by device count and SSD energy per day" if result.spec.objective == "cost_usd" else "")
+        )

@@ -1,0 +1,98 @@
+"""GPUDirect Storage reads, as gdsio measures them.
+
+`threads` gdsio threads each read `size_per_thread` from the volume into GPU
+memory in requests of `block_size`, DMA'd peer-to-peer over the GPU's PCIe link
+(no host DRAM on the data path).  Each thread is a closed loop with `io_depth`
+requests outstanding: its rate is bounded by io_depth x block / latency, with the
+latency of one request at queue depth 1 taken from the drive,
+    latency(b) = read_latency_us (QD1, 4 KiB) + (b - 4 KiB) / min(sequential read rate, link),
+and all threads share the drives' read path and the GPU link (max-min fair).
+Reported latency is Little's law over the outstanding requests.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import simpy
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.links import link_payload_Bps
+from models.units import Bytes
+from simulator.flows import FlowEngine
+from simulator.system import SystemRuntime
+from simulator.workloads import RunContext, Workload, WorkloadOutcome
+from simulator.workloads.dlio import read_usage
+
+GiB = 2**30
+SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB
+SWEEP_THREADS = [2**k for k in range(8)]  # 1 .. 128
+
+
+class GdsReadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["gds_read"] = "gds_read"
+    block_size: Bytes = Field(default=2**20, ge=512, le=2**30, description="request size (gdsio -i)")
+    threads: int = Field(default=128, ge=1, le=4096, description="gdsio threads (-w)")
+    io_depth: int = Field(default=1, ge=1, le=4096, description="requests outstanding per thread")
+    size_per_thread: Bytes = Field(default=GiB, gt=0, description="bytes each thread reads (-s)")
+    pattern: Literal["seq", "rand"] = Field(default="seq", description="gdsio -I 0 (sequential) or 2 (random)")
+    gpu: int = Field(default=0, ge=0, description="index of the destination GPU")
+    sweep: bool = Field(default=False, description="also sweep block 8K..1M x threads 1..128 (detail table)")
+
+
+def qd1_latency_s(system: SystemRuntime, block: float) -> float:
+    """One request's latency at queue depth 1 on the volume's drives."""
+    spec = system.volume.drives[0].spec
+    rate = min(spec.seq_read_MBps * 1e6, link_payload_Bps(spec.link))
+    return spec.read_latency_us * 1e-6 + max(0.0, block - 4096.0) / rate
+
+
+def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, params: GdsReadParams,
+            block: float, threads: int) -> dict[str, float]:
+    if not system.gpus:
+        raise ValueError("workload kind gds_read needs a GPU: set system.gpus.count >= 1")
+    if params.gpu >= len(system.gpus):
+        raise ValueError(f"workload.gpu is {params.gpu} but the system has {len(system.gpus)} GPU(s)")
+    g = system.gpus[params.gpu]
+    usage = [*read_usage(system.volume, block, params.pattern), (g.link_h2d, 1.0)]
+    per_thread = params.io_depth * block / qd1_latency_s(system, block)
+    start = env.now
+    flows = [engine.start(f"gds.t{t}", params.size_per_thread, usage, max_rate=per_thread) for t in range(threads)]
+    env.run(simpy.AllOf(env, [f.done for f in flows]))
+    elapsed = env.now - start
+    total = params.size_per_thread * threads
+    bw = total / elapsed
+    iops = bw / block
+    return {
+        "bandwidth_GiB_per_second": bw / GiB,
+        "bandwidth_MB_per_second": bw / 1e6,
+        "iops": iops,
+        "latency_mean_us": threads * params.io_depth / iops * 1e6,
+        "elapsed_seconds": elapsed,
+        "bytes_read_GB": total / 1e9,
+    }
+
+
+def run(ctx: RunContext, params: GdsReadParams) -> WorkloadOutcome:
+    metrics = measure(ctx.env, ctx.engine, ctx.system, params, params.block_size, params.threads)
+    metrics["qd1_latency_us"] = qd1_latency_s(ctx.system, params.block_size) * 1e6
+    detail: dict = {}
+    if params.sweep:
+        rows = []
+        for block in SWEEP_BLOCKS:
+            for threads in SWEEP_THREADS:
+                env = simpy.Environment()
+                engine = FlowEngine(env)
+                system = SystemRuntime(engine, ctx.system.config)
+                m = measure(env, engine, system, params, float(block), threads)
+                rows.append([block, threads, m["bandwidth_GiB_per_second"], m["iops"], m["latency_mean_us"]])
+        detail["sweep"] = {"columns": ["block_bytes", "threads", "bandwidth_GiB_per_second", "iops", "latency_mean_us"],
+                           "rows": rows}
+        metrics["sweep_max_bandwidth_GiB_per_second"] = float(np.max([r[2] for r in rows]))
+    return WorkloadOutcome(metrics, detail, {"iops": "IOPS"})
+
+
+WORKLOAD = Workload("gds_read", GdsReadParams, run)
