@@ -129,13 +129,28 @@ def calibrate(
 
 
 def _validate_table(path: Path, fmt: str | None, strict: bool) -> None:
-    """Hook for `iowatt validate TABLE.yaml` (published measurement tables); another module replaces it."""
-    raise UserError("validation tables: not available in this build")
+    """`iowatt validate TABLE.yaml`: run every row of a published-measurement table (docs/validation-format.md)."""
+    from iowatt.output import choose_format, write_text
+    from scenarios.validation import TableError, render_report, validate_file
+
+    chosen = choose_format(fmt, None, ("table", "json"))
+    if not path.is_file():
+        raise UserError(f"validation table: expected an existing YAML file, found {str(path)!r}")
+    try:
+        report = validate_file(path)
+    except TableError as error:
+        raise UserError(str(error)) from None
+    if chosen == "json":
+        write_text(json.dumps(report.as_dict(), indent=2) + "\n", None)
+    else:
+        write_text(render_report(report), None)
+    if strict and any(not r.within for r in report.rows):
+        raise typer.Exit(1)
 
 
 @user_errors
 def validate(
-    table: Annotated[Path | None, typer.Argument(metavar="[TABLE]", help="A table of published measurements (not available in this build).")] = None,
+    table: Annotated[Path | None, typer.Argument(metavar="[TABLE]", help="A validation table of published measurements (docs/validation-format.md).")] = None,
     bundle_path: Annotated[Path | None, typer.Option("--bundle", help="Trace bundle whose held-back jobs to predict.")] = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Profile YAML from `iowatt calibrate`.")] = None,
     all_jobs: Annotated[bool, typer.Option("--all", help="Predict every job of the bundle, not only the held-back ones.")] = False,
