@@ -37,6 +37,7 @@ def run_cluster(gpus: int, seed: int = 1) -> dict[str, float]:
     env = simpy.Environment()
     engine = FlowEngine(env)
     began = time.perf_counter()
+    began_cpu = time.process_time()
     nodes = -(-gpus // GPUS_PER_NODE)
     nics = [engine.constraint(f"client{n}.nic", CLIENT_NIC_Bps) for n in range(nodes)]
     per_node = (EC_DATA + EC_PARITY) / EC_DATA / STORAGE_NODES
@@ -60,9 +61,11 @@ def run_cluster(gpus: int, seed: int = 1) -> dict[str, float]:
     env.process(probe())
     run_until_idle(env, engine)
     wall = time.perf_counter() - began
+    cpu = time.process_time() - began_cpu
     return {
         "gpus": gpus,
         "wall_s": wall,
+        "cpu_s": cpu,
         "simulated_s": env.now,
         "concurrent_flows": concurrent[0],
         "recomputes": engine.stats.recomputes,

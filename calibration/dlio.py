@@ -74,6 +74,35 @@ def epoch_rows(summary: dict[str, Any], per_epoch: dict[str, Any] | None) -> lis
     return rows
 
 
+def rank_rows(rank: int, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (epoch, block) of a per-rank output ({rank}_output.json): DLIO's per-step load, processing and compute
+    times (seconds), and the block's throughput (samples/s) and accelerator utilisation (%)."""
+    rows = []
+    for epoch in sorted((k for k in document if k.isdigit()), key=int):
+        stats = document[epoch]
+        if not isinstance(stats, dict):
+            raise DlioError(f"{rank}_output.json: epoch {epoch} is not a mapping")
+        load, proc, compute = (stats.get(k) or {} for k in ("load", "proc", "compute"))
+        for block in sorted(set(load) | set(proc), key=lambda b: (len(b), b)):
+            steps_load = [float(x) for x in load.get(block, [])]
+            steps_proc = [float(x) for x in proc.get(block, [])]
+            steps_compute = [float(x) for x in compute.get(block, [])]
+            rows.append(
+                {
+                    "rank": rank,
+                    "epoch": int(epoch),
+                    "block": block,
+                    "steps": len(steps_proc) or len(steps_load),
+                    "load_seconds": sum(steps_load),
+                    "proc_seconds": sum(steps_proc),
+                    "compute_seconds": sum(steps_compute),
+                    "throughput_samples_per_second": (stats.get("throughput") or {}).get(block),
+                    "au_percentage": (stats.get("au") or {}).get(block),
+                }
+            )
+    return rows
+
+
 def ingest(source: Path, out: Path) -> bundle.Manifest:
     if not source.is_dir():
         raise DlioError(f"--ingest {source}: no such directory")
@@ -88,13 +117,24 @@ def ingest(source: Path, out: Path) -> bundle.Manifest:
     except DlioError as error:
         raise DlioError(f"--ingest {source}: {error}") from None
     per_epoch = _load_json(source / "per_epoch_stats.json") if (source / "per_epoch_stats.json").is_file() else None
+    ranks = sorted(p.name for p in source.glob("*_output.json"))
+    per_rank: list[dict[str, Any]] = []
+    for name in ranks:
+        document = _load_json(source / name)
+        if not isinstance(document, dict):
+            raise DlioError(f"--ingest {source}: {name} must hold a JSON object")
+        try:
+            per_rank += rank_rows(int(name.split("_", 1)[0]), document)
+        except (ValueError, TypeError) as error:
+            raise DlioError(f"--ingest {source}: {name} is not a DLIO per-rank output ({error})") from None
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DlioError(f"--out {out}: already exists and is not empty; choose a new bundle directory")
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, out / "raw", symlinks=False)
     bundle.write_csv(out / "tables" / "summary.csv", [flat])
     bundle.write_csv(out / "tables" / "epochs.csv", epoch_rows(summary, per_epoch) or [{"epoch": 0}])
-    ranks = sorted(p.name for p in source.glob("*_output.json"))
+    if per_rank:
+        bundle.write_csv(out / "tables" / "ranks.csv", per_rank)
     config = source / ".hydra" / "config.yaml"
     workload: dict[str, Any] = {}
     if config.is_file():
@@ -132,12 +172,22 @@ def run(config: Path, out: Path, extra: list[str] | None = None) -> bundle.Manif
     if not config.is_file():
         raise DlioError(f"--config {config}: no such file")
     workdir = out.with_name(out.name + ".dlio-run")
-    workdir.mkdir(parents=True, exist_ok=False)
-    # DLIO reads workloads from CONFIG_DIR/workload/NAME.yaml
-    config_dir = config.parent.parent if config.parent.name == "workload" else config.parent
+    if workdir.exists():
+        raise DlioError(f"--out {out}: the run folder {workdir} already exists; choose a new bundle directory")
+    workdir.mkdir(parents=True)
+    # DLIO (hydra) reads workloads from CONFIG_DIR/workload/NAME.yaml: use the file's own folder when it is laid out
+    # that way, else copy the file into such a layout inside the run folder
+    if config.parent.name == "workload":
+        config_dir = config.parent.parent
+    else:
+        config_dir = workdir / "config"
+        (config_dir / "workload").mkdir(parents=True)
+        shutil.copyfile(config, config_dir / "workload" / config.name)
     args = [exe, f"--config-dir={config_dir.resolve()}", f"workload={config.stem}", f"++hydra.run.dir={workdir.resolve()}", *(extra or [])]
     done = subprocess.run(args, capture_output=True, text=True, cwd=workdir)
     (workdir / "dlio.stdout").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise DlioError(f"dlio_benchmark failed (exit {done.returncode}); see {workdir / 'dlio.stdout'}")
-    return ingest(workdir, out)
+    manifest = ingest(workdir, out)
+    shutil.rmtree(workdir)  # its files are now the bundle's raw/ (a failed run keeps it, with dlio.stdout, for a look)
+    return manifest

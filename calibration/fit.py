@@ -1,5 +1,9 @@
 """Fit drive parameters to a bundle's jobs: scipy.optimize.least_squares on log throughput.
 
+The law is calibration.model.predict (models.ssd's functions on an SSDSpec,
+under the parallel or the balanced queue law); both laws are fitted and the
+one with the lower weighted cost is kept.
+
 Residual of job i: log(predicted_i / measured_i) / sigma_i, sigma_i = sqrt(spread_i^2 + floor^2),
 with spread_i the job's run-to-run relative spread, so noisy jobs weigh less.
 Parameters are fitted in log space; standard errors come from the Jacobian,
@@ -21,9 +25,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from calibration.model import ALL_FIELDS, FIELDS, Job, predict
+from calibration.model import ALL_FIELDS, FIELDS, LAWS, Job, QueueLaw, predict
+from models.ssd import SSDSpec
 
-SPREAD_FLOOR = 0.03
+SPREAD_FLOOR = 0.03  # assumed: 3 %, below the smallest run-to-run spread a 1 s fio job shows on any machine we measured
+PRIOR_DOF = 4.0  # assumed: the pooled spread counts as four extra runs of each job (see sigma)
+ROBUST_SCALE = 2.0  # soft-L1 loss: residuals beyond 2 sigma (a burst from a neighbour on a shared VM) count linearly, not squared
 
 
 class FitError(ValueError):
@@ -32,7 +39,7 @@ class FitError(ValueError):
 
 @dataclass
 class FitResult:
-    values: dict[str, float]  # every field the model needs (fitted or base)
+    values: dict[str, float]  # the fitted fields (fitted or base)
     informed: list[str]
     not_informed: dict[str, str]  # field -> why
     rel_stderr: dict[str, float]
@@ -40,28 +47,50 @@ class FitResult:
     cost: float
     dof: int
     s: float
+    law: QueueLaw = "parallel"
+    spec: SSDSpec | None = None
+    law_costs: dict[str, float] = field(default_factory=dict)
     power: dict[str, Any] = field(default_factory=dict)
 
 
-def sigma(job: Job) -> float:
-    return math.sqrt(job.spread**2 + SPREAD_FLOOR**2)
+def pooled_spread(jobs: list[Job]) -> float:
+    """Run-to-run relative spread pooled over every job with repeats (root mean square, weighted by degrees of freedom)."""
+    dof = [(j.runs - 1, j.spread) for j in jobs if j.runs > 1]
+    total = sum(k for k, _ in dof)
+    return math.sqrt(sum(k * s * s for k, s in dof) / total) if total else 0.0
+
+
+def sigma(job: Job, pooled: float = 0.0) -> float:
+    """A job's relative noise: its own spread moderated toward the pooled one, with a floor.
+
+    Two or three runs estimate a spread poorly (a job can show 0.1 % by luck),
+    so the job's variance is shrunk toward the pooled variance as if the pool
+    were PRIOR_DOF extra runs (moderated variance, Smyth, Stat. Appl. Genet.
+    Mol. Biol. 3(1), 2004); SPREAD_FLOOR keeps any job from dominating."""
+    k = max(job.runs - 1, 0)
+    moderated = (k * job.spread**2 + PRIOR_DOF * pooled**2) / (k + PRIOR_DOF)
+    return math.sqrt(moderated + SPREAD_FLOOR**2)
 
 
 def _initial(base: dict[str, float], jobs: list[Job], direction: str) -> dict[str, float]:
-    bw_f, iops_f, lat_f = FIELDS[direction]
+    """Starting point from the data: best bandwidth, best small-block rate, lowest latency of the direction."""
     mine = [j for j in jobs if (j.read_fraction == 1.0 if direction == "read" else j.read_fraction == 0.0)] or jobs
+    lat_name = FIELDS[direction][-1]
+    lats = [j.lat_us for j in mine if j.lat_us > 0 and j.inflight == 1 and j.bs <= 8192]
     guess = {
-        bw_f: max(j.bw_Bps for j in mine) / 1e6 * 1.2,
-        iops_f: max(j.bw_Bps / j.bs for j in mine) * 1.2,
-        lat_f: min(j.lat_us for j in mine if j.lat_us > 0) if any(j.lat_us > 0 for j in mine) else base[lat_f],
+        FIELDS[direction][0]: max(j.bw_Bps for j in mine) / 1e6 * 1.2,
+        lat_name: min(lats) if lats else float(base[lat_name]),
     }
+    if direction == "read":
+        small = [j for j in mine if j.bs <= 8192] or mine
+        guess["rand_read_iops"] = max(j.bw_Bps / j.bs for j in small) * 1.2
     return guess
 
 
-def residual_rows(values: dict[str, float], jobs: list[Job]) -> list[dict[str, Any]]:
+def residual_rows(spec: SSDSpec, jobs: list[Job], law: QueueLaw) -> list[dict[str, Any]]:
     rows = []
     for job in jobs:
-        p = predict(values, job)
+        p = predict(spec, job, law)
         rows.append(
             {
                 "job": job.id,
@@ -76,66 +105,88 @@ def residual_rows(values: dict[str, float], jobs: list[Job]) -> list[dict[str, A
     return rows
 
 
-def fit(jobs: list[Job], base: dict[str, float]) -> FitResult:
+def fit(jobs: list[Job], base: SSDSpec, laws: tuple[QueueLaw, ...] = LAWS, loss: str = "soft_l1") -> FitResult:
+    """Fit under each queue law and keep the one with the lower weighted cost."""
     if not jobs:
         raise FitError("no jobs to fit (is the holdout fraction too large?)")
+    results = [_fit_law(jobs, base, law, loss) for law in laws]
+    best = min(results, key=lambda r: r.cost)
+    best.law_costs = {r.law: r.cost for r in results}
+    return best
+
+
+def _fit_law(jobs: list[Job], base: SSDSpec, law: QueueLaw, loss: str) -> FitResult:
+    base_values = base.model_dump()
     has_read = any(j.read_fraction > 0 for j in jobs)
     has_write = any(j.read_fraction < 1 for j in jobs)
-    values = {k: float(base[k]) for k in ALL_FIELDS}
+    values = {k: float(base_values[k]) for k in ALL_FIELDS}
     free: list[str] = []
     not_informed: dict[str, str] = {}
     for direction, present in (("read", has_read), ("write", has_write)):
         if present:
-            values.update(_initial(base, jobs, direction))
+            values.update(_initial(base_values, jobs, direction))
             free += list(FIELDS[direction])
         else:
             for name in FIELDS[direction]:
                 not_informed[name] = f"the bundle has no {direction} jobs"
     if len(jobs) < len(free):
         raise FitError(f"{len(jobs)} training jobs cannot determine {len(free)} parameters; collect more jobs or hold out fewer")
-    weights = np.array([1.0 / sigma(j) for j in jobs])
+    pooled = pooled_spread(jobs)
+    weights = np.array([1.0 / sigma(j, pooled) for j in jobs])
     measured = np.log([j.bw_Bps for j in jobs])
+
+    def spec_of(update: dict[str, float]) -> SSDSpec:
+        return base.model_copy(update=update)  # no re-validation inside the optimizer loop
 
     def residuals(x: np.ndarray, names: list[str]) -> np.ndarray:
         trial = dict(values)
         trial.update({n: math.exp(v) for n, v in zip(names, x, strict=True)})
-        predicted = np.log([predict(trial, j)["bw_Bps"] for j in jobs])
+        spec = spec_of(trial)
+        predicted = np.log([predict(spec, j, law)["bw_Bps"] for j in jobs])
         return (predicted - measured) * weights
 
     names = list(free)
+    result = None
     for _ in range(3):  # drop parameters no job depends on, then refit
         x0 = np.log([values[n] for n in names])
-        result = least_squares(residuals, x0, args=(names,), method="trf", diff_step=1e-4, x_scale=1.0, max_nfev=2000)
+        result = least_squares(
+            residuals, x0, args=(names,), method="trf", loss=loss, f_scale=ROBUST_SCALE, diff_step=1e-4, x_scale=1.0, max_nfev=3000
+        )
         values.update({n: math.exp(v) for n, v in zip(names, result.x, strict=True)})
         column_norms = np.linalg.norm(result.jac, axis=0)
         dead = [n for n, c in zip(names, column_norms, strict=True) if c < 1e-6]
         if not dead:
             break
         for n in dead:
-            values[n] = float(base[n])
+            values[n] = float(base_values[n])
             not_informed[n] = "no training job is limited by it (its Jacobian column is zero)"
         names = [n for n in names if n not in dead]
         if not names:
             break
+
+    not_informed.setdefault("rand_write_iops", "random writes to fio's fresh test file do not reach the steady-state garbage collection it describes")
     m, p = len(jobs), len(names)
     rel_stderr: dict[str, float] = {}
-    cost = float(result.cost) if names else 0.0
+    cost = float(result.cost) if names and result is not None else 0.0
     dof = max(m - p, 0)
     s2 = 2 * cost / dof if dof > 0 else float("nan")
-    if names:
+    if names and result is not None:
         jac = result.jac
         cov = np.linalg.pinv(jac.T @ jac) * s2
         for i, n in enumerate(names):
             rel_stderr[n] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 and math.isfinite(cov[i, i]) else float("nan")
+    spec = SSDSpec.model_validate({**base_values, **values})
     return FitResult(
         values=values,
         informed=names,
         not_informed=not_informed,
         rel_stderr=rel_stderr,
-        residuals=residual_rows(values, jobs),
+        residuals=residual_rows(spec, jobs, law),
         cost=cost,
         dof=dof,
         s=math.sqrt(s2) if math.isfinite(s2) else float("nan"),
+        law=law,
+        spec=spec,
     )
 
 
@@ -161,17 +212,22 @@ def fit_power(jobs: list[Job], column: str) -> dict[str, Any] | None:
     return out
 
 
+def stratum(job: Job) -> tuple[str, str]:
+    """Holdout stratum: the rw kind, and whether the job ran at QD1 (latency-bound) or queued."""
+    return job.rw, "qd1" if job.inflight == 1 else "queued"
+
+
 def split_holdout(jobs: list[Job], fraction: float, seed: int) -> tuple[list[Job], list[Job]]:
-    """Hold back `fraction` of the jobs, drawn per rw kind so each kind stays in the training set."""
+    """Hold back `fraction` of the jobs, drawn per stratum (rw kind x QD1/queued) so every stratum stays in the training set."""
     if not 0 <= fraction < 1:
         raise FitError(f"--holdout: expected a fraction in [0, 1), found {fraction}")
     rng = np.random.default_rng(seed)
-    groups: dict[str, list[Job]] = {}
+    groups: dict[tuple[str, str], list[Job]] = {}
     for job in sorted(jobs, key=lambda j: j.id):
-        groups.setdefault(job.rw, []).append(job)
+        groups.setdefault(stratum(job), []).append(job)
     held: set[str] = set()
-    for rw in sorted(groups):
-        members = groups[rw]
+    for key in sorted(groups):
+        members = groups[key]
         order = rng.permutation(len(members))
         count = round(fraction * len(members))
         count = min(count, len(members) - 1)

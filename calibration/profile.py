@@ -72,7 +72,10 @@ def build(
             continue
         prov = base.provenance.get(key)
         if prov is None:
-            fields[key] = value if key != "model" else f"{value} (profile calibrated from {bundle_path})"
+            if key == "model":  # the measured device, not the base drive
+                measured = manifest.target.get("model") or manifest.target.get("device") or "unknown device"
+                value = f"{measured} (calibrated from {bundle_path}; unmeasured fields from {base_name})"
+            fields[key] = value
             continue
         wrapped: dict[str, Any] = {"v": value, "p": prov.p}
         if prov.src:
@@ -100,7 +103,9 @@ def build(
                 "model": manifest.target.get("model"),
                 "filesystem": manifest.target.get("filesystem"),
             },
-            "model": "IOPS = min(N / unloaded latency, 1 / service time); service = bs/BW + t_op; see calibration/model.py",
+            "model": "models.ssd block-size law and QD1 latency, combined by the queue law below; see calibration/model.py",
+            "queue_law": result.law,
+            "queue_law_costs": {k: _number(v) for k, v in result.law_costs.items()},
             "calibrated": sorted(calibrated),
             "not_informed": dict(sorted(result.not_informed.items())),
             "uncertainty": uncertainty,

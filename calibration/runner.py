@@ -132,8 +132,9 @@ def fio_args(fio: str, job: FioJob, plan: Plan, filename: Path, prefix: Path, ra
         f"--ioengine={plan.ioengine}",
         "--direct=1",
         "--time_based",
-        f"--runtime={plan.runtime_s}s",
-        f"--ramp_time={plan.ramp_s}s",
+        # in milliseconds: fio reads "0.7s" as 0 s, drops time_based and runs through the whole file instead
+        f"--runtime={round(plan.runtime_s * 1000)}ms",
+        f"--ramp_time={round(plan.ramp_s * 1000)}ms",
         "--randrepeat=0",
         "--norandommap",
         "--output-format=json+",

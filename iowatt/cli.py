@@ -50,8 +50,19 @@ def main(
 @app.command()
 @user_errors
 def run(
-    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
+    scenario: Annotated[
+        str | None, typer.Argument(help="Scenario YAML file, or a name in scenarios/library (optional with --fio).")
+    ] = None,
     set_: SetOption = None,
+    fio: Annotated[
+        Path | None,
+        typer.Option(
+            "--fio",
+            help="Run a real fio job file (\\[global] + one job section, fio option names) as the workload. The storage comes from "
+            "SCENARIO when one is given (its workload is replaced), else from --set storage.device=NAME "
+            "(plus any other --set, e.g. storage.power_state=PS1). Unsupported fio options exit 2 naming the option.",
+        ),
+    ] = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved scenario and stop.")] = False,
@@ -61,7 +72,12 @@ def run(
     from iowatt.output import choose_format, write_text
     from scenarios.loader import load
 
-    loaded = load(scenario, set_ or [])
+    if fio is not None:
+        loaded = _load_with_fio(scenario, fio, set_ or [])
+    elif scenario is None:
+        raise typer.BadParameter("give a SCENARIO file, or --fio JOBFILE with --set storage.device=NAME", param_hint="SCENARIO")
+    else:
+        loaded = load(scenario, set_ or [])
     if dry_run:
         import yaml
 
@@ -85,6 +101,25 @@ def run(
     else:
         text = report.render_table(document)
     write_text(text, output)
+
+
+def _load_with_fio(scenario: str | None, jobfile: Path, overrides: list[str]):  # returns the validated scenario
+    """The scenario (or a bare system) with its workload replaced by the fio job file."""
+    from scenarios.fiojob import parse_job_file
+    from scenarios.loader import ScenarioError, load, read_yaml, resolve_path
+
+    workload = parse_job_file(jobfile)
+    if scenario is not None:
+        data = read_yaml(resolve_path(scenario))
+    else:
+        if not any(o.split("=", 1)[0].strip() in ("storage.device", "system.storage.device") for o in overrides):
+            raise ScenarioError(
+                f"--fio {jobfile}: the job needs a storage device: give a scenario file, or --set storage.device=NAME "
+                "(see `iowatt catalog list`)"
+            )
+        data = {"name": f"fio_{workload.get('name', 'job')}", "system": {"storage": {}}}
+    data["workload"] = workload
+    return load(data, overrides)
 
 
 @app.command()

@@ -3,8 +3,12 @@
 GPU: attached over PCIe; host<->device copies run at a measured fraction of
 the link (devices.yaml links.pcie.typical_achieved: 0.76-0.84 of theoretical
 on Gen4 x16); power = idle + (active - idle) x utilisation.
-CPU: cores, package idle/active power; per-core processing rates belong to
-workloads (bytes per second per core for a given transformation).
+CPU: cores, package idle/active power (active = TDP under load); per-core
+processing rates belong to workloads (bytes per second per core for a given
+transformation, stated for a reference core); `core_speed` scales them from
+that reference (a Zen 4 core at 2.4 GHz) to this CPU by clock x per-clock
+throughput.  GPU-initiated storage (BaM/GIDS): requests in flight = resident
+thread blocks = SMs x blocks per SM.
 """
 
 from __future__ import annotations
@@ -25,6 +29,15 @@ class GPUSpec(BaseModel):
     idle_W: float = Field(ge=0)
     active_W: float = Field(gt=0, description="average board power while computing a training step")
     copy_efficiency: float = Field(gt=0, le=1, description="achieved host<->device copy share of the link payload rate")
+    sms: int | None = Field(default=None, ge=1, description="streaming multiprocessors (bound the GPU-initiated requests in flight)")
+    max_blocks_per_sm: int = Field(
+        default=32, ge=1, le=64, description="resident thread blocks per SM (CUDA compute-capability limit: 32 on 7.0/8.0/9.0, 24 on 8.9)"
+    )
+
+    def gpu_initiated_outstanding(self) -> int | None:
+        """Storage requests a BaM/GIDS kernel keeps in flight: one per resident block (GIDS issues a
+        4 KiB page read per 32-thread block and the warp spins on its completion), SMs x blocks per SM."""
+        return None if self.sms is None else self.sms * self.max_blocks_per_sm
 
     @model_validator(mode="after")
     def _powers(self) -> GPUSpec:
@@ -42,6 +55,13 @@ class CPUSpec(BaseModel):
     tdp_W: float = Field(gt=0)
     idle_W: float = Field(ge=0, description="package power with the OS idle")
     memory_bandwidth_GBps: float = Field(gt=0, description="sustained DRAM bandwidth per socket")
+    base_clock_GHz: float | None = Field(default=None, gt=0, description="all-core base clock")
+    core_speed: float = Field(
+        default=1.0,
+        gt=0,
+        description="per-core processing throughput relative to one Zen 4 core at 2.4 GHz (EPYC 9654): "
+        "base clock / 2.4 GHz x per-clock throughput of the core generation; scales per-core rates of CPU-bound work",
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> CPUSpec:

@@ -160,7 +160,10 @@ def checkpoints_per_day(interval: float, delta: float) -> float:
 
 
 def drive_writes_per_day(checkpoint_bytes: float, per_day: float, capacity_bytes: float, write_amplification: float = 1.0) -> float:
-    """DWPD at this rate: bytes written per day x WA / user capacity (of all drives the data is striped over)."""
+    """DWPD at this rate: bytes written per day x WA / user capacity (of all drives the data is striped over).
+
+    With write_amplification = 1 this is the host DWPD a datasheet rating is
+    compared with; with the drive's WA it is the NAND DWPD that wears the flash."""
     if not capacity_bytes > 0:
         raise ValueError(f"capacity: expected > 0 bytes, found {capacity_bytes}")
     if write_amplification < 1.0:
@@ -168,8 +171,37 @@ def drive_writes_per_day(checkpoint_bytes: float, per_day: float, capacity_bytes
     return checkpoint_bytes * per_day * write_amplification / capacity_bytes
 
 
-def endurance_years(rated_dwpd: float, warranty_years: float, dwpd_at_rate: float) -> float:
-    """Years until the rated endurance (DWPD_rated x warranty years of full writes) is used up."""
-    if dwpd_at_rate <= 0:
+def endurance_years(rated_dwpd: float, warranty_years: float, nand_dwpd_at_rate: float, rating_wa: float = 1.0) -> float:
+    """Years until the rated endurance is used up.
+
+    The rating allows DWPD_rated x warranty years x 365 drive writes of the
+    rating workload, which itself programs rating_wa NAND bytes per host byte
+    (1 for the 128 KiB sequential ratings; see models.nand.rated_nand_bytes).
+    The NAND budget divided by the NAND writes per year at this rate (host
+    DWPD x this workload's WA) is the life: a workload with the rating's own WA
+    reaches the rated TBW exactly at DWPD_rated."""
+    if nand_dwpd_at_rate <= 0:
         return math.inf
-    return rated_dwpd * warranty_years / dwpd_at_rate
+    return rated_dwpd * warranty_years * rating_wa / nand_dwpd_at_rate
+
+
+# --- energy --------------------------------------------------------------------------------
+
+
+def energy_per_useful_hour_J(tau: float, delta: float, mtbf: float, restart: float, run_power_W: float, checkpoint_energy_J: float) -> float:
+    """Joules the system spends per hour of useful (not lost, not checkpointing) work.
+
+    Wall time per useful second is 1/goodput (exact for exponential failures,
+    Daly 2006).  Of that wall time, the share spent writing checkpoints is one
+    write per completed segment: per useful second 1/tau checkpoints, each
+    delta long and costing `checkpoint_energy_J`; the rest (useful work, lost
+    work, restarts) runs at `run_power_W`.  Lost work and restarts are
+    computation at full power, so they cost run power too; so does a checkpoint
+    that a failure interrupts (a small share when delta << tau).
+    """
+    g = goodput(tau, delta, mtbf, restart)
+    wall_per_useful = 1.0 / g
+    checkpoint_seconds = delta / tau
+    other_seconds = max(0.0, wall_per_useful - checkpoint_seconds)
+    per_useful_second = other_seconds * run_power_W + checkpoint_energy_J / tau
+    return per_useful_second * SECONDS_PER_HOUR

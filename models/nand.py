@@ -9,7 +9,8 @@ x0 = exp(-a (1 - x0)), whose closed form is
     x0 = -W0(-a exp(-a)) / a,      WA = 1 / (1 - x0)
 (Desnoyers, "Analytic modeling of SSD write performance", SYSTOR 2012;
 Hu et al., "Write amplification analysis in flash-based SSDs", SYSTOR 2009
-give the same limit).  tests/test_ssd_physics.py checks it against a small
+give the same limit; Bux & Iliadis 2010 show greedy converges to it for
+large blocks).  tests/test_ssd_laws.py checks it against a small
 greedy-GC simulation.
 
 Effective utilisation: a drive with over-provisioning op (spare NAND as a

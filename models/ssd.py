@@ -28,7 +28,10 @@ Queue depth (closed loop).  N = iodepth x numjobs requests outstanding, each
 with unloaded latency L0(b) = L_4k + (b - 4096) / X; the drive serves at
 most X_max(b) requests per second (the block-size law).  Throughput is the
 asymptotic bound of a closed queueing network, X = min(N / L0, X_max), and
-the mean latency follows from Little's law, R = N / X.
+the mean latency follows from Little's law, R = N / X.  A SATA drive holds at
+most 32 commands (NCQ tags), so N is capped at 32 in the first term and the
+rest wait in the host queue (they add latency, not throughput).
+tests/test_ssd_laws.py checks the bound against exact mean value analysis.
 
 Read/write interference.  Reads and writes share the NAND dies and the
 controller: a mix is feasible while the media utilisations add to at most
@@ -41,7 +44,8 @@ e_io is derived from two measured points at different block sizes (S08,
 -> 2.4 uJ per I/O); e_byte then makes the 128 KiB point match the active
 power.  An NVMe power state caps the total; the simulator makes the cap a
 constraint so the throughput is scaled down until the drive fits (NVMe
-ACTP semantics, devices_sources W01).  Changing state costs the old state's
+ACTP semantics, devices_sources W01); power_W and power_cap_scale give the
+same law in closed form.  Changing state costs the old state's
 exit latency plus the new state's entry latency (NVMe EXLAT/ENLAT).
 """
 
@@ -250,6 +254,17 @@ def mixed_seconds_per_byte(
     return max(per_byte, read_share / link, (1.0 - read_share) / link)
 
 
+# Commands a drive can hold at once: SATA native command queueing has 32 tags (Serial ATA rev 2.6+,
+# "Native Command Queuing": tags 0..31); NVMe queues hold up to 64 Ki commands each and SAS tagged
+# queueing is limited by the host, so only SATA caps the device's concurrency.  Requests beyond the
+# limit wait in the host's queue: they add latency (Little's law over all N) but no throughput.
+QUEUE_LIMIT = {"sata": 32}
+
+
+def device_queue_limit(interface: str) -> int | None:
+    return QUEUE_LIMIT.get(interface)
+
+
 def closed_loop(
     spec: SSDSpec,
     block_bytes: float,
@@ -261,14 +276,16 @@ def closed_loop(
 ) -> tuple[float, float]:
     """(throughput bytes/s, mean latency s) of `outstanding` = iodepth x numjobs requests in flight.
 
-    X = min(N / L0, ceiling) in requests per second; R = N / X (Little's law)."""
+    X = min(min(N, queue limit) / L0, ceiling) in requests per second; R = N / X (Little's law)."""
     if outstanding < 1:
         raise ValueError(f"outstanding requests must be >= 1, found {outstanding!r}")
     ceiling_ops = 1.0 / (mixed_seconds_per_byte(spec, block_bytes, read_share, pattern, overwrite, fill) * block_bytes)
     l0 = read_share * unloaded_latency_s(spec, block_bytes, False) + (1.0 - read_share) * unloaded_latency_s(
         spec, block_bytes, True
     )
-    ops = min(outstanding / l0, ceiling_ops)
+    limit = device_queue_limit(spec.interface)
+    in_device = outstanding if limit is None else min(outstanding, limit)
+    ops = min(in_device / l0, ceiling_ops)
     return ops * block_bytes, outstanding / ops
 
 
@@ -319,3 +336,27 @@ def transition_seconds(spec: SSDSpec, from_state: int, to_state: int) -> float:
         return 0.0
     old, new = spec.power_states[from_state], spec.power_states[to_state]
     return (old.exit_latency_us + new.entry_latency_us) * 1e-6
+
+
+def power_W(spec: SSDSpec, read_Bps: float, write_Bps: float, block_bytes: float, wa: float = 1.0) -> float:
+    """Average power at the given host rates: idle + e_read x read + e_write x WA x write + e_io x IOPS.
+
+    (The law of the module docstring; the flow engine meters the same terms.)"""
+    if read_Bps < 0 or write_Bps < 0:
+        raise ValueError(f"rates must be >= 0, found read {read_Bps!r}, write {write_Bps!r}")
+    ios = (read_Bps + write_Bps) / block_bytes
+    return spec.idle_W + read_joules_per_byte(spec) * read_Bps + write_joules_per_byte(spec) * wa * write_Bps + io_joules(spec) * ios
+
+
+def power_cap_scale(
+    spec: SSDSpec, power_state: int | None, read_Bps: float, write_Bps: float, block_bytes: float, wa: float = 1.0
+) -> float:
+    """Share of the requested rates the power state allows: min(1, (cap - idle) / dynamic power).
+
+    The cap binds on the dynamic part only (idle is drawn whatever the rate), so
+    the drive slows every stream by the same factor until it fits (NVMe ACTP, W01)."""
+    cap = power_cap_W(spec, power_state)
+    dynamic = power_W(spec, read_Bps, write_Bps, block_bytes, wa) - spec.idle_W
+    if cap is None or dynamic <= 0.0:
+        return 1.0
+    return min(1.0, (cap - spec.idle_W) / dynamic)

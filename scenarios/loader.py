@@ -25,6 +25,10 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used, with a message for the person who wrote it."""
 
 
+_STORAGE_FIELDS = ("storage", "export")
+_STORAGE_TAGS = ("local", "raid", "nfs", "cluster")
+
+
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -37,6 +41,8 @@ def format_validation_error(error: ValidationError, origin: str) -> str:
         # drop the discriminator tag pydantic adds for tagged unions (workload.checkpoint.size)
         if len(loc) >= 2 and loc[0] == "workload" and loc[1] in workloads.kinds():
             loc = [loc[0], *loc[2:]]
+        # and the storage kind's tag (system.storage.raid.level -> system.storage.level)
+        loc = [p for i, p in enumerate(loc) if not (i > 0 and loc[i - 1] in _STORAGE_FIELDS and p in _STORAGE_TAGS)]
         field = ".".join(loc) or "(top level)"
         kind = item["type"]
         message = item["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
@@ -46,7 +52,8 @@ def format_validation_error(error: ValidationError, origin: str) -> str:
         elif kind == "missing":
             lines.append(f"{field}: required field is missing")
         elif kind == "union_tag_invalid":
-            lines.append(f"{field}: expected workload kind one of {', '.join(workloads.kinds())}, found {_describe(item['ctx'].get('tag'))}")
+            expected = item["ctx"].get("expected_tags") or ", ".join(workloads.kinds())
+            lines.append(f"{field}: expected `kind` one of {expected}, found {_describe(item['ctx'].get('tag'))}")
         elif kind == "union_tag_not_found":
             lines.append(f"{field}: expected a `kind` ({', '.join(workloads.kinds())}), found none")
         elif kind == "value_error" or "found" in message:
@@ -80,19 +87,36 @@ def read_yaml(path: Path) -> dict[str, Any]:
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
 
 
-def _field_model(annotation: Any) -> type[BaseModel] | None:
+def _union_members(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        found = _field_model(arg)
-        if found is not None and get_origin(annotation) is not dict:
-            return found
-    return None
+        return [annotation]
+    if get_origin(annotation) is dict:
+        return []
+    return [m for arg in get_args(annotation) for m in _union_members(arg)]
+
+
+def _kinds_of(model: type[BaseModel]) -> tuple[Any, ...]:
+    field = model.model_fields.get("kind")
+    return () if field is None else get_args(field.annotation) or (field.default,)
+
+
+def _field_model(annotation: Any, value: Any = None) -> type[BaseModel] | None:
+    """The model a field holds; for a union tagged by `kind` (storage), the member the data's `kind` picks."""
+    members = _union_members(annotation)
+    if not members:
+        return None
+    if len(members) > 1:
+        if isinstance(value, dict) and "kind" in value:
+            for member in members:
+                if value["kind"] in _kinds_of(member):
+                    return member
+    return members[0]
 
 
 def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
     """Walk the pydantic models along the path so a typo is reported by name."""
     model: type[BaseModel] | None = scenario_model()
+    node: Any = data
     for depth, segment in enumerate(segments):
         if model is None:
             return  # inside a free-form mapping (an inline spec); validation checks it later
@@ -107,7 +131,8 @@ def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
             raise ScenarioError(
                 f"--set {text}: `{segment}` is not a field of {where} (fields: {', '.join(fields)})"
             )
-        model = _field_model(fields[segment].annotation)
+        node = node.get(segment) if isinstance(node, dict) else None
+        model = _field_model(fields[segment].annotation, node)
 
 
 def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:

@@ -5,11 +5,12 @@ A plan spec (YAML) names
   set:          fixed overrides, as --set
   choices:      candidate values per scenario path (storage.device, storage.count,
                 storage.power_state, ...), plus `checkpoint_interval`: seconds,
-                "10 min", `daly` or `young` (needs `failure`)
+                "10 min", `daly`, `young` or `simulated` (need `failure`)
   failure:      {nodes, node_mtbf_hours, restart_seconds}: enables goodput metrics
-  write_amplification: drive WA for endurance (default 1)
+  write_amplification: force a NAND WA for endurance (default: the simulated WA at the fill)
   constraints:  ["save_checkpoint_duration_mean_seconds <= 300", "endurance_years >= 5", ...]
-  objective:    {minimise: cost_usd} or {maximise: goodput}
+  objective:    {minimise: cost_usd} or {maximise: goodput}; any metric of a configuration,
+                or cost, devices, energy_per_training_day (aliases)
   max_exhaustive: simulations above which the monotone search is used (default 2000)
 
 Each distinct scenario is simulated once (through the sweep machinery, on any
@@ -20,6 +21,7 @@ is None ("no price in catalog") when the catalog entry has no price.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -30,11 +32,21 @@ from pathlib import Path
 from typing import Any
 
 from models import goodput as gp
-from scenarios.loader import ScenarioError, read_yaml
+from scenarios.loader import ScenarioError
 from scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
+from scenarios.sweep import _typed as sw_typed
 
 INTERVAL_KEY = "checkpoint_interval"
+LAYOUT_KEY = "storage.layout"  # choices of storage kinds/levels: [{kind: local}, {kind: raid, level: 5}, ...]
+INTERVAL_RULES = ("daly", "young", "simulated")  # intervals computed per configuration from the failure model
 MONOTONE_OBJECTIVES = ("cost_usd", "device_count", "capacity_TB_total")
+# short names people write in a spec -> the metric they mean
+OBJECTIVE_ALIASES = {
+    "cost": "cost_usd",
+    "devices": "device_count",
+    "energy_per_training_day": "system_energy_per_training_day_kWh",
+    "energy_per_useful_hour": "system_energy_per_useful_hour_kWh",
+}
 OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq}
 _CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|==|<|>)\s*([-+0-9.eE]+|inf)\s*$")
 
@@ -70,14 +82,24 @@ class PlanSpec:
     objective: str = "cost_usd"
     maximise: bool = False
     overrides: list[str] = field(default_factory=list)
-    write_amplification: float = 1.0
+    write_amplification: float | None = None
     max_exhaustive: int = 2000
     name: str = ""
+    layouts: dict[str, str] = field(default_factory=dict)  # storage.layout label -> `storage={...}` assignment
 
 
 def load_spec(path: str | Path) -> PlanSpec:
     path = Path(path)
-    data = read_yaml(path)
+    if not path.is_file():
+        raise ScenarioError(f"{path}: no such plan spec file (a YAML with scenario, choices, constraints, objective)")
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{path}: expected a mapping with scenario, choices, constraints, objective; found {type(data).__name__}")
     allowed = {"name", "description", "scenario", "set", "choices", "failure", "constraints", "objective", "write_amplification", "max_exhaustive"}
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -98,6 +120,10 @@ def load_spec(path: str | Path) -> PlanSpec:
         if key == INTERVAL_KEY:
             spec.intervals = [_interval(v, f"{path}: choices.{key}") for v in values]
             continue
+        if key == LAYOUT_KEY:
+            spec.layouts = _layouts(base, values, f"{path}: choices.{key}")
+            spec.choices.insert(0, (key, list(spec.layouts)))  # first, so storage.device/count/... apply on top
+            continue
         texts = [_yaml_text(v) for v in values]
         check_path(base, key, texts[0], f"{path}: choices", f"{key}")
         spec.choices.append((key, texts))
@@ -114,7 +140,7 @@ def load_spec(path: str | Path) -> PlanSpec:
         except (TypeError, ValueError) as error:
             raise ScenarioError(f"{path}: {error}") from None
     if any(isinstance(v, str) for v in spec.intervals) and spec.failure is None:
-        raise ScenarioError(f"{path}: choices.{INTERVAL_KEY}: daly/young need a `failure` model (nodes, node_mtbf_hours)")
+        raise ScenarioError(f"{path}: choices.{INTERVAL_KEY}: daly/young/simulated need a `failure` model (nodes, node_mtbf_hours)")
     spec.constraints = [parse_constraint(c, f"{path}: constraints") for c in data.get("constraints") or []]
     objective = data.get("objective") or {"minimise": "cost_usd"}
     if isinstance(objective, str):
@@ -123,27 +149,132 @@ def load_spec(path: str | Path) -> PlanSpec:
     if len(senses) != 1 or len(objective) != 1:
         raise ScenarioError(f"{path}: objective: expected {{minimise: METRIC}} or {{maximise: METRIC}}, found {objective!r}")
     (sense, metric), = senses.items()
-    spec.objective, spec.maximise = str(metric), sense.startswith("maxi")
-    spec.write_amplification = float(data.get("write_amplification", 1.0))
+    spec.objective, spec.maximise = OBJECTIVE_ALIASES.get(str(metric), str(metric)), sense.startswith("maxi")
+    if data.get("write_amplification") is not None:
+        try:
+            spec.write_amplification = float(data["write_amplification"])
+        except (TypeError, ValueError):
+            raise ScenarioError(f"{path}: write_amplification: expected a number >= 1, found {data['write_amplification']!r}") from None
+        if spec.write_amplification < 1.0:
+            raise ScenarioError(f"{path}: write_amplification: expected a number >= 1, found {spec.write_amplification}")
     spec.max_exhaustive = int(data.get("max_exhaustive", 2000))
     return spec
 
 
+def _layouts(base: dict[str, Any], values: list[Any], where: str) -> dict[str, str]:
+    """storage.layout choices -> {label: `storage=<base storage merged with the layout>`}.
+
+    A layout is a mapping of storage fields that only some storage kinds have
+    ({kind: raid, level: 5}); it replaces the base's storage section merged with
+    it, and the other storage choices (device, count, power_state) apply on top."""
+    base_storage = dict((base.get("system") or {}).get("storage") or {})
+    out: dict[str, str] = {}
+    for value in values:
+        layout = {"kind": value} if isinstance(value, str) else value
+        if not isinstance(layout, dict) or not layout:
+            raise ScenarioError(f"{where}: expected a mapping such as {{kind: raid, level: 5}} or a kind name, found {value!r}")
+        merged = {**{k: v for k, v in base_storage.items() if k != "kind"}, **layout}
+        if layout.get("kind", "local") != "local" and "kind" in layout:
+            merged["kind"] = layout["kind"]
+        label = _layout_label(layout)
+        if label in out:
+            raise ScenarioError(f"{where}: the layout {label} is listed twice")
+        out[label] = "storage=" + _yaml_text(merged)
+        check_path(base, "storage", _yaml_text(merged), where, label)
+    return out
+
+
+def _layout_label(layout: dict[str, Any]) -> str:
+    kind = str(layout.get("kind", "local"))
+    rest = {k: v for k, v in layout.items() if k not in ("kind", "level")}
+    label = f"raid{layout['level']}" if kind == "raid" and "level" in layout else kind
+    return label + "".join(f" {k}={v}" for k, v in rest.items())
+
+
 def _interval(value: Any, where: str) -> float | str:
-    if isinstance(value, str) and value.strip().lower() in ("daly", "young"):
+    if isinstance(value, str) and value.strip().lower() in INTERVAL_RULES:
         return value.strip().lower()
     from models.units import UnitError, parse_seconds
 
     try:
         seconds = float(parse_seconds(value))
     except (UnitError, ValueError, TypeError) as error:
-        raise ScenarioError(f"{where}: expected seconds (e.g. 600 or '10 min'), daly or young; {error}") from None
+        raise ScenarioError(f"{where}: expected seconds (e.g. 600 or '10 min'), daly, young or simulated; {error}") from None
     if seconds < 0:
         raise ScenarioError(f"{where}: expected >= 0 s, found {seconds}")
     return seconds
 
 
 # --- derived metrics -----------------------------------------------------------------------
+
+PRICES_FILE = Path(__file__).resolve().parent.parent / "models" / "catalog" / "prices.yml"
+
+
+@functools.cache
+def load_prices(path: Path = PRICES_FILE) -> dict[str, dict[str, Any]]:
+    """{device name: {usd_per_TB, date, provenance}} from models/catalog/prices.yml."""
+    import yaml
+
+    from models.provenance import unwrap
+
+    if not path.exists():
+        return {}
+    raw = yaml.safe_load(path.read_text()) or {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, fields in (raw.get("entries") or {}).items():
+        try:
+            plain, record = unwrap(dict(fields))
+            price = float(plain["usd_per_TB"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ScenarioError(f"{path.name}: entry {name!r}: expected usd_per_TB: {{v, p, src|note}} and date; {error}") from None
+        if not price > 0:
+            raise ScenarioError(f"{path.name}: entry {name!r}: usd_per_TB: expected > 0, found {price}")
+        out[str(name)] = {"usd_per_TB": price, "date": str(plain.get("date", "")), "provenance": record.get("usd_per_TB")}
+    return out
+
+
+def price_usd_per_TB(spec: Any) -> float | None:
+    """The price list's price for this device name, else the catalog entry's own price field, else None."""
+    entry = load_prices().get(str(getattr(spec, "name", "")))
+    if entry is not None:
+        return float(entry["usd_per_TB"])
+    return getattr(spec, "price_usd_per_TB", None)
+
+
+def device_spec(value: Any) -> Any:
+    """An SSD or HDD spec from a catalog name or inline spec (SSDs first, as the scenario schema does)."""
+    from models import catalog
+
+    try:
+        return catalog.spec_from("ssd", value)
+    except (catalog.CatalogError, ValueError):
+        return catalog.spec_from("hdd", value)
+
+
+def storage_drives(storage: dict[str, Any]) -> tuple[Any, int, float]:
+    """(device, drives bought, share of their capacity that holds user data) for every storage kind.
+
+    local: striped, all usable; raid: models.array.usable_fraction (RAID 5 (n-1)/n,
+    RAID 6 (n-2)/n, RAID 1 one drive, RAID 10 half); nfs: the export's drives
+    (the server itself is not priced); cluster: nodes x drives_per_node, k/(k+m)
+    usable under k+m erasure coding."""
+    kind = storage.get("kind", "local")
+    if kind == "nfs":
+        return storage_drives(storage["export"])
+    if kind == "cluster":
+        k, _, m = str(storage.get("erasure_coding", "4+2")).partition("+")
+        return storage["device"], int(storage["nodes"]) * int(storage["drives_per_node"]), int(k) / (int(k) + int(m))
+    count = int(storage.get("count", 1))
+    if kind == "raid":
+        from models.array import usable_fraction
+
+        return storage["device"], count, usable_fraction(int(storage["level"]), count)
+    return storage["device"], count, 1.0
+
+
+def _drive_write_amplification(metrics: dict[str, Any]) -> float | None:
+    value = metrics.get("nand_write_amplification")
+    return float(value) if isinstance(value, int | float) and value >= 1.0 else None
 
 
 def derived_metrics(
@@ -152,23 +283,30 @@ def derived_metrics(
     *,
     failure: gp.FailureModel | None = None,
     interval: float | str | None = None,
-    write_amplification: float = 1.0,
+    write_amplification: float | None = None,
 ) -> dict[str, Any]:
-    """Cost, goodput and endurance of one simulated checkpoint configuration."""
-    from models import catalog
+    """Cost, goodput, energy and endurance of one simulated checkpoint configuration.
 
-    storage = resolved["system"]["storage"]
-    ssd = catalog.spec_from("ssd", storage["device"])
-    count = int(storage.get("count", 1))
-    out: dict[str, Any] = {"device_count": count, "capacity_TB_total": count * ssd.capacity_TB}  # type: ignore[attr-defined]
-    price = ssd.price_usd_per_TB  # type: ignore[attr-defined]
+    Endurance uses the NAND write amplification the simulation measured
+    (`nand_write_amplification`: NAND bytes / host bytes over the drives at the
+    simulated fill), unless the plan forces one (`write_amplification`); 1 when
+    neither is known.
+    """
+    device, count, usable = storage_drives(resolved["system"]["storage"])
+    spec = device_spec(device)
+    capacity_TB = float(spec.capacity_TB)
+    out: dict[str, Any] = {"device_count": count, "capacity_TB_total": count * capacity_TB, "usable_capacity_TB": count * capacity_TB * usable}
+    price = price_usd_per_TB(spec)
     out["price_usd_per_TB"] = price
-    out["cost_usd"] = count * ssd.capacity_TB * price if price is not None else None  # type: ignore[attr-defined]
+    out["cost_usd"] = count * capacity_TB * price if price is not None else None
     delta = metrics.get("save_checkpoint_duration_mean_seconds")
     if delta is None:
         return out
+    delta = float(delta)
     checkpoints = float(metrics.get("checkpoint_count") or 1.0)
-    checkpoint_bytes = float(metrics.get("bytes_written_total_GB", 0.0)) * 1e9 / checkpoints
+    # bytes the drives receive per checkpoint: parity and mirror copies included when the run reports them
+    written_GB = metrics.get("drive_bytes_written_total_GB") or metrics.get("bytes_written_total_GB") or 0.0
+    checkpoint_bytes = float(written_GB) * 1e9 / checkpoints
     tau: float | None = None
     if failure is not None:
         mtbf = failure.mtbf_seconds
@@ -179,26 +317,62 @@ def derived_metrics(
         tau = out.get("daly_interval_seconds")
     elif interval == "young":
         tau = out.get("young_interval_seconds")
+    elif interval == "simulated" and failure is not None:
+        # the exact optimum by simulation: seeded exponential failures over 200,000 failures' horizon
+        tau, _ = gp.monte_carlo_optimum(delta, failure.mtbf_seconds, failure.restart_seconds, seed=int(resolved.get("seed", 0) or 0))
+        out["simulated_interval_seconds"] = tau
     elif isinstance(interval, int | float):
         tau = float(interval)
-    if tau is None:
+    if tau is None or not tau > 0:
         return out
     out["checkpoint_interval_seconds"] = tau
-    if failure is not None and tau > 0:
-        out["goodput"] = gp.goodput(tau, delta, failure.mtbf_seconds, failure.restart_seconds)
+    # With `workload.restore: true` the run also reads the checkpoint back: that read is part of every
+    # restart, and its energy is not part of a save.  The save's share of the energy is taken as its
+    # share of the simulated time (the system draws about the same power reading as writing).
+    load = metrics.get("load_checkpoint_duration_mean_seconds")
+    simulated = float(metrics.get("simulated_seconds") or 0.0)
+    save_share = min(1.0, delta * checkpoints / simulated) if load is not None and simulated > 0 else 1.0
+    if failure is not None:
+        restart = failure.restart_seconds + float(load or 0.0)
+        out["restart_seconds"] = restart
+        out["goodput"] = gp.goodput(tau, delta, failure.mtbf_seconds, restart)
         out["expected_lost_work_seconds"] = gp.expected_lost_work(tau, delta, failure.mtbf_seconds)
+        energy = metrics.get("system_energy_J")
+        if energy is not None and delta > 0:
+            per_save = float(energy) * save_share / checkpoints
+            run_W = per_save / delta + _gpu_compute_extra_W(resolved)
+            per_hour = gp.energy_per_useful_hour_J(tau, delta, failure.mtbf_seconds, restart, run_W, per_save)
+            out["system_energy_per_useful_hour_kWh"] = per_hour / 3.6e6
+            out["system_energy_per_training_day_kWh"] = per_hour * 24.0 / 3.6e6
     per_day = gp.checkpoints_per_day(tau, delta)
     out["checkpoints_per_day"] = per_day
-    dwpd = gp.drive_writes_per_day(checkpoint_bytes, per_day, count * ssd.capacity_bytes, write_amplification)  # type: ignore[attr-defined]
-    out["drive_writes_per_day"] = dwpd
-    rated = ssd.endurance_dwpd  # type: ignore[attr-defined]
-    out["endurance_years"] = gp.endurance_years(rated, ssd.warranty_years, dwpd) if rated else None  # type: ignore[attr-defined]
+    wa = write_amplification if write_amplification is not None else (_drive_write_amplification(metrics) or 1.0)
+    out["write_amplification"] = wa
+    capacity_bytes = count * capacity_TB * 1e12
+    out["drive_writes_per_day"] = gp.drive_writes_per_day(checkpoint_bytes, per_day, capacity_bytes)
+    nand_dwpd = gp.drive_writes_per_day(checkpoint_bytes, per_day, capacity_bytes, wa)
+    out["nand_drive_writes_per_day"] = nand_dwpd
+    rated = getattr(spec, "endurance_dwpd", None)
+    if rated:
+        out["endurance_years"] = gp.endurance_years(rated, spec.warranty_years, nand_dwpd, getattr(spec, "endurance_rating_wa", 1.0))
     energy = metrics.get("ssd_energy_J")
     if energy is not None:
         busy = min(per_day * delta, gp.SECONDS_PER_DAY)
-        idle = count * ssd.idle_W * (gp.SECONDS_PER_DAY - busy)  # type: ignore[attr-defined]
-        out["ssd_energy_per_day_Wh"] = (float(energy) / checkpoints * per_day + idle) / 3600.0
+        idle = count * spec.idle_W * (gp.SECONDS_PER_DAY - busy)
+        out["ssd_energy_per_day_Wh"] = (float(energy) * save_share / checkpoints * per_day + idle) / 3600.0
     return out
+
+
+def _gpu_compute_extra_W(resolved: dict[str, Any]) -> float:
+    """GPUs compute between checkpoints and wait during a blocking save: n x (active - idle) W more while training."""
+    from models import catalog
+
+    gpus = resolved["system"].get("gpus") or {}
+    count = int(gpus.get("count", 0) or 0)
+    if count <= 0 or not gpus.get("model"):
+        return 0.0
+    gpu = catalog.spec_from("gpu", gpus["model"])
+    return count * (gpu.active_W - gpu.idle_W)  # type: ignore[attr-defined]
 
 
 # --- search --------------------------------------------------------------------------------
@@ -217,12 +391,24 @@ class PlanResult:
         return [c for c in self.configs if c["feasible"]]
 
     def ranked(self) -> list[dict[str, Any]]:
-        """Feasible configurations, best first; those without the objective (no price) last."""
+        """Feasible configurations, best first; those without the objective (no price) last.
+
+        Ties on the objective (two power states of the same drives cost the
+        same) go to fewer devices, then higher goodput (the whole job's
+        productivity outweighs the storage's own energy), then less system
+        energy per training day, then less SSD energy per day."""
         sign = -1.0 if self.spec.maximise else 1.0
 
         def key(c: dict[str, Any]) -> tuple:
             value = c.get(self.spec.objective)
-            return (value is None, sign * value if value is not None else 0.0, c.get("device_count", 0), c.get("ssd_energy_per_day_Wh") or 0.0)
+            return (
+                value is None,
+                sign * value if value is not None else 0.0,
+                c.get("device_count", 0),
+                -(c.get("goodput") or 0.0),
+                c.get("system_energy_per_training_day_kWh") or 0.0,
+                c.get("ssd_energy_per_day_Wh") or 0.0,
+            )
 
         return sorted(self.feasible, key=key)
 
@@ -243,7 +429,8 @@ class PlanResult:
         keys = [k for k, _ in self.spec.choices if k not in fixed]
         families: dict[tuple, list[dict[str, Any]]] = {}
         for c in self.configs:
-            families.setdefault(tuple(c.get(k) for k in keys), []).append(c)
+            if not c.get("invalid"):
+                families.setdefault(tuple(c.get(k) for k in keys), []).append(c)
         out = []
         for values, members in families.items():
             if any(m["feasible"] for m in members):
@@ -270,28 +457,38 @@ class PlanResult:
 
 
 def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executor) -> list[dict[str, Any]]:
+    """Simulate each distinct scenario once and expand it over the checkpoint intervals.
+
+    A combination that is not a valid scenario (PS2 on a drive with one power
+    state) is marked `invalid`: it is not a candidate, so it neither counts as
+    rejected nor explains a rejection."""
     from scenarios.sweep import resolve_case
 
+    resolved_cases = {case.index: resolve_case(sweep, case) for case in cases}
     result = run_sweep(sweep, executor, cases=cases)
     if result.lost:
         raise ScenarioError(f"plan: {len(result.lost)} simulation(s) lost with their worker: {result.lost[0]}")
-    by_case = {r["case"]: r for r in result.rows}
+    by_hash = {r["scenario_hash"]: r for r in result.rows}  # cases resolving to the same scenario share one run
     configs = []
     intervals: list[float | str | None] = list(spec.intervals) or [None]
     for case in cases:
-        row = by_case[case.index]
-        resolved, _, _ = resolve_case(sweep, case)
-        base = {k: row[k] for k in case.values}
+        resolved, digest, invalid = resolved_cases[case.index]
+        row = by_hash[digest]
+        base = {k: sw_typed(v) for k, v in case.values.items()}
         metrics = {k: v for k, v in row.items() if k not in ("case", "scenario_hash", "error", *case.values)}
         for interval in intervals:
-            config = {**base, INTERVAL_KEY: interval, "error": row["error"], "scenario_hash": row["scenario_hash"], **metrics}
-            if not row["error"] and resolved is not None:
+            config = {**base, INTERVAL_KEY: interval, "error": row["error"], "scenario_hash": digest, "invalid": bool(invalid), **metrics}
+            if resolved is None:
+                config.update(violations=["not a valid scenario"], feasible=False)
+                configs.append(config)
+                continue
+            if not row["error"]:
                 config.update(
                     derived_metrics(metrics, resolved, failure=spec.failure, interval=interval, write_amplification=spec.write_amplification)
                 )
-            config["violations"] = [] if not row["error"] else ["run failed"]
-            if not row["error"]:
                 config["violations"] = [str(c) for c in spec.constraints if not c.holds(config.get(c.metric))]
+            else:
+                config["violations"] = ["run failed"]
             config["feasible"] = not config["violations"]
             configs.append(config)
     return configs
@@ -301,7 +498,12 @@ def search(spec: PlanSpec, executor: Executor) -> PlanResult:
     sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
     keys = [k for k, _ in spec.choices]
     combos = list(itertools.product(*(v for _, v in spec.choices)))
-    all_cases = [Case(i, dict(zip(keys, combo, strict=True))) for i, combo in enumerate(combos)]
+    rewrite = {label: spec.layouts[label] for label in spec.layouts}
+    all_cases = []
+    for i, combo in enumerate(combos):
+        values = dict(zip(keys, combo, strict=True))
+        layout = values.get(LAYOUT_KEY)
+        all_cases.append(Case(i, values, {LAYOUT_KEY: rewrite[layout]} if layout is not None else {}))
     notes: list[str] = []
     if len(all_cases) <= spec.max_exhaustive:
         configs = _evaluate(spec, sweep, all_cases, executor)
@@ -313,8 +515,25 @@ def search(spec: PlanSpec, executor: Executor) -> PlanResult:
             f"plan: {len(all_cases)} configurations exceed max_exhaustive ({spec.max_exhaustive}); narrow the choices, raise "
             f"max_exhaustive, or minimise {', '.join(MONOTONE_OBJECTIVES)} over storage.count (monotone search)"
         )
+    _check_metrics(result)
     _price_notes(result)
+    invalid = [c for c in result.configs if c.get("invalid")]
+    if invalid:
+        example = invalid[0]["error"]
+        result.notes.append(f"{len(invalid)} combination(s) are not valid scenarios and were skipped, e.g. {example}")
     return result
+
+
+def _check_metrics(result: PlanResult) -> None:
+    """A constraint or objective on a metric no configuration has is a typo, not an infeasible plan."""
+    ran = [c for c in result.configs if not c.get("error")]
+    if not ran:
+        return
+    known = sorted({k for c in ran for k, v in c.items() if isinstance(v, int | float) and not isinstance(v, bool)})
+    wanted = [("objective", result.spec.objective)] + [("constraints", c.metric) for c in result.spec.constraints]
+    for where, metric in wanted:
+        if not any(metric in c for c in ran):
+            raise ScenarioError(f"{result.spec.name}: {where}: expected a metric of the configurations, found {metric!r} (known: {', '.join(known)})")
 
 
 def _bisect_count(spec: PlanSpec, sweep: Sweep, all_cases: list[Case], executor: Executor) -> PlanResult:
@@ -361,5 +580,5 @@ def _price_notes(result: PlanResult) -> None:
     if missing:
         result.notes.append(
             f"no price in catalog for {', '.join(missing)}: cost_usd left empty; "
-            + ("ranked after priced devices, then by device count and SSD energy per day" if result.spec.objective == "cost_usd" else "")
+            + ("ranked after priced devices, then by device count, goodput and energy" if result.spec.objective == "cost_usd" else "")
         )

@@ -22,8 +22,10 @@ import csv
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +40,7 @@ import yaml
 from scenarios.loader import ScenarioError, apply_set, read_yaml, resolve_path, validate
 
 BASE_COLUMNS = ("case", "scenario_hash", "error")
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass
@@ -59,9 +62,11 @@ class Sweep:
 class Case:
     index: int
     values: dict[str, str]  # path -> value as written after `=` (read as YAML, like --set)
+    # key -> the assignment that realises it, when the shown value is a label (plan's storage.layout)
+    rewrite: dict[str, str] = field(default_factory=dict)
 
     def assignments(self) -> list[str]:
-        return [f"{k}={v}" for k, v in self.values.items()]
+        return [self.rewrite.get(k, f"{k}={v}") for k, v in self.values.items()]
 
 
 # --- parsing -------------------------------------------------------------------------------
@@ -194,29 +199,83 @@ def scenario_hash(resolved: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def resolve_case(sweep: Sweep, case: Case) -> tuple[dict[str, Any] | None, str, str]:
-    """(resolved scenario as JSON-ready dict or None, hash, error)."""
+def _resolve(sweep: Sweep, case: Case) -> tuple[Any, dict[str, Any] | None, str, str]:
+    """(validated scenario or None, its JSON-ready dict or None, hash, error)."""
     data = sweep.base
     try:
         for assignment in [*sweep.overrides, *case.assignments()]:
             data = apply_set(data, assignment)
         scenario = validate(data, f"{sweep.origin} case {case.index}")
     except (ScenarioError, ValueError) as error:
-        return None, scenario_hash({"origin": sweep.origin, "overrides": sweep.overrides, "case": case.values}), str(error)
+        return None, None, scenario_hash({"origin": sweep.origin, "overrides": sweep.overrides, "case": case.values}), str(error)
     resolved = scenario.model_dump(mode="json")
-    return resolved, scenario_hash(resolved), ""
+    return scenario, resolved, scenario_hash(resolved), ""
+
+
+def resolve_case(sweep: Sweep, case: Case) -> tuple[dict[str, Any] | None, str, str]:
+    """(resolved scenario as JSON-ready dict or None, hash, error)."""
+    _, resolved, digest, error = _resolve(sweep, case)
+    return resolved, digest, error
+
+
+def run_cases(base: dict[str, Any], origin: str, overrides: list[str], cases: list[Case]) -> list[tuple[int, str, dict[str, Any]]]:
+    """Worker side: resolve and run a chunk of cases -> [(case index, scenario hash, {metrics, error})].  Never raises.
+
+    Resolving here rather than in the parent matters: applying --set values
+    (each read as YAML) and validating cost about as much as simulating a
+    checkpoint, so a parent that resolved every case would cap the sweep at one
+    core whatever the number of workers."""
+    sweep = Sweep(base=base, origin=origin, overrides=overrides)
+    out = []
+    for case in cases:
+        try:
+            scenario, _, digest, error = _resolve(sweep, case)
+        except Exception as failure:  # a bug in resolution is this case's error, not the chunk's
+            digest = scenario_hash({"origin": origin, "overrides": overrides, "case": case.values})
+            scenario, error = None, f"{type(failure).__name__}: {failure}"
+        out.append((case.index, digest, {"metrics": {}, "error": error} if scenario is None else _run(scenario)))
+    return out
 
 
 def run_resolved(resolved: dict[str, Any]) -> dict[str, Any]:
-    """Run one resolved scenario in a worker: its metrics, or {'error': ...}.  Never raises."""
+    """Run one resolved scenario (a JSON-ready dict): its metrics, or {'error': ...}.  Never raises."""
     try:
-        from scenarios.loader import validate as _validate
+        scenario = validate(resolved, "sweep case")
+    except (ScenarioError, ValueError) as error:
+        return {"metrics": {}, "error": str(error)}
+    return _run(scenario)
+
+
+def _run(scenario: Any) -> dict[str, Any]:
+    try:
         from scenarios.run import run_scenario
 
-        document, _ = run_scenario(_validate(resolved, "sweep case"))
-        return {"metrics": dict(document["metrics"]), "error": ""}
+        document, _ = run_scenario(scenario)
+        metrics = dict(document["metrics"])
+        metrics.update({k: v for k, v in drive_write_metrics(document).items() if k not in metrics})
+        return {"metrics": metrics, "error": ""}
     except Exception as error:  # a failing case is a row, not a failed sweep
         return {"metrics": {}, "error": f"{type(error).__name__}: {error}"}
+
+
+def drive_write_metrics(document: dict[str, Any]) -> dict[str, float]:
+    """Bytes the drives themselves received and programmed, summed over every drive report in a result document.
+
+    Workloads put per-drive reports (models.nand counters) under `<section>.drives`.
+    `drive_bytes_written_total_GB` counts what reached the drives (RAID parity
+    and mirror copies included); `nand_write_amplification` = NAND bytes / those
+    bytes, the write amplification at the simulated fill.  Planning needs both
+    for endurance.  Empty when no drive wrote."""
+    host = nand_bytes = 0.0
+    for section in document.values():
+        drives = section.get("drives") if isinstance(section, dict) else None
+        for drive in drives if isinstance(drives, list) else []:
+            if isinstance(drive, dict) and "host_bytes_written" in drive and "nand_bytes_written" in drive:
+                host += float(drive["host_bytes_written"])
+                nand_bytes += float(drive["nand_bytes_written"])
+    if host <= 0:
+        return {}
+    return {"drive_bytes_written_total_GB": host / 1e9, "nand_write_amplification": nand_bytes / host}
 
 
 def make_row(case: Case, digest: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -262,11 +321,22 @@ class RowSink:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return []
         if self.fmt == "csv":
+            import io
+
             with self.path.open(newline="") as handle:
-                return list(csv.DictReader(handle))
+                text = handle.read()
+            if not text.endswith("\n"):
+                # the sweep was killed while writing a row: that row is incomplete; drop it and run the case again
+                text = text[: text.rfind("\n") + 1]
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+            return [r for r in rows if _HASH.fullmatch(str(r.get("scenario_hash") or ""))]
         import pyarrow.parquet as pq
 
-        return pq.read_table(self.path).to_pylist()
+        try:
+            rows = pq.read_table(self.path).to_pylist()
+        except (OSError, ValueError) as error:  # pyarrow raises ArrowInvalid (a ValueError) for a damaged file
+            raise ScenarioError(f"--resume: {self.path} is not a readable Parquet file ({error}); move it away to start afresh") from None
+        return [r for r in rows if _HASH.fullmatch(str(r.get("scenario_hash") or ""))]
 
     def start(self, keep: list[dict[str, Any]], columns: list[str]) -> None:
         """Begin with `keep` (rows from a previous run) and the known columns."""
@@ -374,8 +444,13 @@ class InlineExecutor(Executor):
 
 
 @contextmanager
-def open_executor(jobs: int | None = None, address: str | None = None, scheduler_file: str | None = None) -> Iterator[Executor]:
-    """ProcessPoolExecutor(jobs), or a Dask cluster's executor when an address / scheduler file is given."""
+def open_executor(
+    jobs: int | None = None, address: str | None = None, scheduler_file: str | None = None, connect_timeout: float = 10.0
+) -> Iterator[Executor]:
+    """ProcessPoolExecutor(jobs), or a Dask cluster's executor when an address / scheduler file is given.
+
+    `connect_timeout` (s): how long to wait for the scheduler; 10 s covers a
+    scheduler that is still starting on a busy node."""
     if address and scheduler_file:
         raise ScenarioError("--address and --scheduler-file: give one or the other")
     if address or scheduler_file:
@@ -384,22 +459,26 @@ def open_executor(jobs: int | None = None, address: str | None = None, scheduler
         except ImportError:
             raise ScenarioError("--address/--scheduler-file need dask.distributed: pip install 'iowatt[distributed]'") from None
         try:
-            client = Client(address, timeout="10s") if address else Client(scheduler_file=scheduler_file, timeout="10s")
+            timeout = f"{connect_timeout}s"
+            client = Client(address, timeout=timeout) if address else Client(scheduler_file=scheduler_file, timeout=timeout)
         except (OSError, TimeoutError, ValueError) as error:
             option = f"--address {address}" if address else f"--scheduler-file {scheduler_file}"
             raise ScenarioError(f"{option}: cannot reach the Dask scheduler ({error})") from None
         try:
-            yield client.get_executor()
+            executor = client.get_executor()
+            executor.iowatt_workers = max(1, sum(client.nthreads().values()))  # type: ignore[attr-defined]  # chunking hint
+            yield executor
         finally:
             client.close()
         return
-    jobs = os.cpu_count() or 1 if jobs is None else jobs
+    jobs = (os.cpu_count() or 1) if jobs is None else jobs
     if jobs < 0:
         raise ScenarioError(f"--jobs: expected >= 0, found {jobs}")
     if jobs == 0:
         yield InlineExecutor()
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pool.iowatt_workers = jobs  # type: ignore[attr-defined]  # chunking hint
         yield pool
 
 
@@ -425,54 +504,60 @@ def run_sweep(
     resume: bool = False,
     progress: bool = False,
     cases: list[Case] | None = None,
+    chunk_size: int | None = None,
 ) -> SweepResult:
+    """Run every case on `executor`, streaming rows to `sink` as chunks finish.
+
+    Cases go to workers in chunks (`chunk_size`; default: about 4 chunks per
+    worker, at most 16 cases) because one checkpoint scenario simulates in
+    milliseconds, comparable to the cost of shipping a task.  With `resume`,
+    cases whose scenario hash is already in the sink are skipped (this needs
+    the parent to resolve every case once, to know its hash).  Identical cases
+    run once.  A chunk whose worker died is reported in `lost`; every row that
+    finished before is already in the sink."""
     cases = expand(sweep) if cases is None else cases
     result = SweepResult(total=len(cases))
-    keep: list[dict[str, Any]] = []
+    done_hashes: set[str] = set()
     if sink is not None:
-        previous = sink.existing() if resume else []
-        keep = [r for r in previous if r.get("scenario_hash")]
-        done_hashes = {r["scenario_hash"] for r in keep}
+        keep = sink.existing() if resume else []
+        done_hashes = {str(r["scenario_hash"]) for r in keep}
         sink.start(keep, ["case", *sweep.keys, "scenario_hash", "error"])
-    else:
-        done_hashes = set()
-    start = time.perf_counter()
-    pending: dict[Future, tuple[Case, str]] = {}
-    seen: set[str] = set()
-    immediate: list[dict[str, Any]] = []
+    todo: list[Case] = []
+    seen: set[tuple] = set()
     for case in cases:
-        resolved, digest, error = resolve_case(sweep, case)
-        if digest in done_hashes or digest in seen:
+        key = tuple(sorted(case.values.items()))
+        if key in seen or (done_hashes and resolve_case(sweep, case)[1] in done_hashes):
             result.skipped += 1
             continue
-        seen.add(digest)
-        if resolved is None:
-            immediate.append(make_row(case, digest, {"error": error}))
-        else:
-            pending[executor.submit(run_resolved, resolved)] = (case, digest)
-
-    def emit(row: dict[str, Any]) -> None:
-        result.rows.append(row)
-        result.done += 1
-        result.failed += bool(row["error"])
-        if sink is not None:
-            sink.add(row)
-
-    bar = _progress(len(pending) + len(immediate), enabled=progress)
+        seen.add(key)
+        todo.append(case)
+    workers = max(1, int(getattr(executor, "iowatt_workers", 1) or 1))
+    size = chunk_size or max(1, min(16, math.ceil(len(todo) / (4 * workers))))
+    start = time.perf_counter()
+    pending: dict[Future, list[Case]] = {}
+    for i in range(0, len(todo), size):
+        chunk = todo[i : i + size]
+        pending[executor.submit(run_cases, sweep.base, sweep.origin, list(sweep.overrides), chunk)] = chunk
+    by_index = {case.index: case for case in todo}
+    bar = _progress(len(todo), enabled=progress)
     try:
-        for row in immediate:
-            emit(row)
-            bar.advance(result.failed)
         for future in as_completed(pending):
-            case, digest = pending[future]
+            chunk = pending[future]
             try:
-                outcome = future.result()
-            except Exception as error:  # the worker died (BrokenProcessPool, KilledWorker): not a result
-                result.lost.append(f"case {case.index}: {type(error).__name__}: {error}")
-                bar.advance(result.failed, lost=True)
+                outcomes = future.result()
+            except Exception as error:  # the worker died (BrokenProcessPool, KilledWorker): no result, not an error row
+                for case in chunk:
+                    result.lost.append(f"case {case.index}: {type(error).__name__}: {error}")
+                    bar.advance(result.failed, lost=True)
                 continue
-            emit(make_row(case, digest, outcome))
-            bar.advance(result.failed)
+            for index, digest, outcome in outcomes:
+                row = make_row(by_index[index], digest, outcome)
+                result.rows.append(row)
+                result.done += 1
+                result.failed += bool(row["error"])
+                if sink is not None:
+                    sink.add(row)
+                bar.advance(result.failed)
     finally:
         bar.stop()
         if sink is not None:

@@ -28,6 +28,7 @@ from scenarios.run import run_scenario
 UNIT_SUFFIXES: dict[str, tuple[str, ...]] = {
     "s": ("_seconds", "seconds"),
     "ms": ("_ms",),
+    "us": ("_us",),
     "J": ("_J",),
     "Wh": ("_Wh",),
     "kJ": ("_kJ",),
@@ -48,12 +49,24 @@ class MetricRef(BaseModel):
     scenario: str | dict[str, Any] = Field(description="path relative to the table, or an inline scenario mapping")
     set: dict[str, Any] = Field(default_factory=dict, description="--set overrides, PATH: VALUE")
     metric: str = Field(description="path into the run's JSON result: dots and [index]")
+    scale: float = Field(default=1.0, description="multiply the metric by this before comparing (unit conversion)")
 
     @field_validator("metric")
     @classmethod
     def _path(cls, value: str) -> str:
         parse_metric_path(value)
         return value
+
+    @field_validator("scale")
+    @classmethod
+    def _scale(cls, value: float) -> float:
+        return _check_scale(value)
+
+
+def _check_scale(value: float) -> float:
+    if not math.isfinite(value) or value == 0:
+        raise ValueError(f"`scale` must be a finite, non-zero number, found {value!r}")
+    return value
 
 
 class Measurement(BaseModel):
@@ -63,6 +76,7 @@ class Measurement(BaseModel):
     scenario: str | dict[str, Any] | None = None
     set: dict[str, Any] = Field(default_factory=dict)
     metric: str | None = None
+    scale: float = 1.0
     ratio: dict[str, MetricRef] | None = None
     measured: float
     unit: str | None = None
@@ -70,11 +84,16 @@ class Measurement(BaseModel):
     source: str = ""
     note: str = ""
 
+    @field_validator("scale")
+    @classmethod
+    def _scale(cls, value: float) -> float:
+        return _check_scale(value)
+
     @model_validator(mode="after")
     def _one_kind(self) -> Measurement:
         if self.ratio is not None:
-            if self.scenario is not None or self.metric is not None:
-                raise ValueError("a ratio row takes `ratio` only, not `scenario`/`metric`")
+            if self.scenario is not None or self.metric is not None or self.scale != 1.0:
+                raise ValueError("a ratio row takes `ratio` only, not `scenario`/`metric`/`scale` (put `scale` inside numerator/denominator)")
             if set(self.ratio) != {"numerator", "denominator"}:
                 raise ValueError(f"`ratio` needs exactly `numerator` and `denominator`, found {sorted(self.ratio)}")
         else:
@@ -103,6 +122,8 @@ class ValidationTable(BaseModel):
             seen.add(row.id)
         return self
 
+
+_REPO = Path(__file__).resolve().parent.parent  # failure messages name scenario files relative to it
 
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
 
@@ -234,25 +255,35 @@ def _evaluate(row: Measurement, cache: _RunCache) -> RowResult:
         if row.ratio is not None:
             num = row.ratio["numerator"]
             den = row.ratio["denominator"]
-            top = lookup_metric(cache.document(num.scenario, num.set), num.metric)
-            bottom = lookup_metric(cache.document(den.scenario, den.set), den.metric)
+            top = lookup_metric(cache.document(num.scenario, num.set), num.metric) * num.scale
+            bottom = lookup_metric(cache.document(den.scenario, den.set), den.metric) * den.scale
             if bottom == 0:
                 raise ZeroDivisionError("the denominator's metric is 0")
             predicted = top / bottom
         else:
             assert row.scenario is not None and row.metric is not None
-            if row.unit is not None and unit_matches(row.unit, row.metric) is False:
+            # a row with a `scale` converts units itself; the metric's own name then tells the other unit
+            if row.unit is not None and row.scale == 1.0 and unit_matches(row.unit, row.metric) is False:
                 raise ValueError(f"unit {row.unit!r} does not match the metric {row.metric!r}")
-            predicted = lookup_metric(cache.document(row.scenario, row.set), row.metric)
-    except (ScenarioError, KeyError, ValueError, ZeroDivisionError, ArithmeticError) as error:
-        result.failure = f"{type(error).__name__}: {str(error).strip(chr(39))}"
+            predicted = lookup_metric(cache.document(row.scenario, row.set), row.metric) * row.scale
+    except Exception as error:  # any failure of one row is reported in that row, never fatal to the table
+        result.failure = _describe_failure(error)
         return result
     result.predicted = predicted
     result.error = (predicted - row.measured) / row.measured if row.measured != 0 else math.inf
     result.within = abs(result.error) <= row.tolerance
     if kind == "ratio":
-        result.direction_ok = (predicted > 1) == (row.measured > 1) or (row.measured == 1 and abs(predicted - 1) <= row.tolerance)
+        # a claim of 'no difference' (measured exactly 1) has no direction: its tolerance alone judges it
+        result.direction_ok = None if row.measured == 1 else (predicted > 1) == (row.measured > 1)
     return result
+
+
+def _describe_failure(error: Exception) -> str:
+    """One line: the error's kind and the last line of its message (scenario errors list fields first)."""
+    message = str(error).strip().strip(chr(39)).replace(f"{Path.cwd()}/", "").replace(f"{_REPO}/", "")
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = lines[0] if len(lines) == 1 else " | ".join(lines[:3])
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def evaluate_table(table: ValidationTable, base: Path) -> ValidationReport:
@@ -267,6 +298,7 @@ def evaluate_table(table: ValidationTable, base: Path) -> ValidationReport:
         "median_abs_error": statistics.median(errors) if errors else None,
         "max_abs_error": max(errors) if errors else None,
         "n_ratio": len(ratio_rows),
+        "n_direction": sum(1 for r in ratio_rows if r.measured != 1),
         "n_direction_ok": sum(1 for r in ratio_rows if r.direction_ok),
     }
     return ValidationReport(rows, summary)
@@ -285,10 +317,11 @@ def render_report(report: ValidationReport) -> str:
 
     from simulator.report import format_number
 
-    console = Console(file=io.StringIO(), width=140, force_terminal=False, color_system=None)
+    console = Console(file=io.StringIO(), width=160, force_terminal=False, color_system=None)
     table = Table(title="predicted vs measured")
     for column in ("id", "predicted", "measured", "unit", "error %", "tol %", "ok", "note"):
-        table.add_column(column, justify="left" if column in ("id", "note", "unit") else "right", overflow="fold")
+        table.add_column(column, justify="left" if column in ("id", "note", "unit") else "right", overflow="fold",
+                         no_wrap=column != "note")
     for r in report.rows:
         if r.failure:
             table.add_row(r.id, "-", format_number(r.measured), r.unit or "", "-", f"{r.tolerance * 100:.0f}", "ERROR", r.failure)
@@ -305,7 +338,7 @@ def render_report(report: ValidationReport) -> str:
     mx = "n/a" if s["max_abs_error"] is None else f"{s['max_abs_error'] * 100:.1f} %"
     console.print(
         f"rows {s['n']}, within tolerance {s['n_within']}, failed to run {s['n_failed']}, "
-        f"median |error| {med}, max |error| {mx}, ratio directions right {s['n_direction_ok']}/{s['n_ratio']}"
+        f"median |error| {med}, max |error| {mx}, ratio directions right {s['n_direction_ok']}/{s['n_direction']}"
     )
     return console.file.getvalue()  # type: ignore[attr-defined]
 

@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Protocol
 
+import numpy as np
 import simpy
 
 # Recompute after every ordinary event at the same instant (SimPy orders the
@@ -36,6 +38,12 @@ _BATCH_PRIORITY = 2
 # of its amount or would take less than _TIME_EPS seconds.
 _REL_EPS = 1e-9
 _TIME_EPS = 1e-9
+# Components with at least this many flows are allocated with numpy arrays
+# (the same progressive filling, vectorised); smaller ones stay on the pure
+# Python path, which is faster below this size (measured with
+# benchmarks/run.py row 6: ~20 us of numpy call overhead per round).
+VECTOR_MIN_FLOWS = 48
+_by_index = attrgetter("index")
 
 
 class EngineError(RuntimeError):
@@ -99,6 +107,8 @@ class Flow:
     """An amount moving at a rate through constraints; `done` fires when it is delivered."""
 
     __slots__ = (
+        "_coefs",
+        "_cols",
         "amount",
         "done",
         "end_time",
@@ -141,6 +151,9 @@ class Flow:
         self.end_time: float | None = None
         self.index = index
         self.tag = tag
+        # usage as arrays of constraint indices and coefficients, built on first vectorised allocation
+        self._cols: np.ndarray | None = None
+        self._coefs: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Flow({self.name!r}, remaining={self.remaining:g}/{self.amount:g}, rate={self.rate:g})"
@@ -200,6 +213,88 @@ class EngineStats:
     breakpoints: int = 0
 
 
+class _LargeComponent:
+    """The latest large connected component, kept exact across flow starts and ends.
+
+    A start or an end in a component of thousands of flows would otherwise cost
+    a breadth-first search over every (flow, constraint) edge before the
+    allocation even begins.  The cache holds one component as sorted lists and
+    as sets, and is updated in O(changed flow) when it provably stays one exact
+    component:
+      - a flow that crosses the component and otherwise only constraints no
+        other flow uses joins it (it brings those constraints along);
+      - a flow that crosses nothing of it leaves it untouched;
+      - a flow that would merge it with another component drops the cache;
+      - when flows end, constraints left without flows leave the component, and
+        the rest is still connected if one constraint (the hub: a shared store,
+        a drive) is crossed by every remaining flow; otherwise the cache is
+        dropped.
+    Anything dropped is found again by the search.  Lists are replaced, never
+    mutated, because pending component events hold references to them.
+    """
+
+    __slots__ = ("arrays", "constraints", "cset", "flows", "fset", "hub")
+
+    def __init__(self, flows: list[Flow], constraints: list[Constraint]) -> None:
+        self.arrays: _UsageArrays | None = None  # the flows' usage as numpy arrays, built on first allocation
+        self.flows = flows
+        self.constraints = constraints
+        self.fset = set(flows)
+        self.cset = set(constraints)
+        self.hub = self._find_hub()
+
+    def _find_hub(self) -> Constraint | None:
+        n = len(self.flows)
+        for c in self.constraints:
+            if len(c.flows) == n:
+                return c
+        return None
+
+    def add(self, flow: Flow) -> bool:
+        """Account for a started flow (already in its constraints' flows); False: drop the cache."""
+        touches = False
+        fresh: list[Constraint] = []
+        for c in flow.usage:
+            if c in self.cset:
+                touches = True
+            elif len(c.flows) == 1:
+                fresh.append(c)
+            else:
+                # crosses a constraint of another component: harmless unless it also crosses this one
+                return not any(c2 in self.cset for c2 in flow.usage)
+        if not touches:
+            return True
+        self.flows = [*self.flows, flow]  # creation index grows with every start: still sorted
+        self.fset.add(flow)
+        if self.arrays is not None:
+            self.arrays = _arrays_appended(self.arrays, flow)
+        if fresh:
+            self.constraints = sorted([*self.constraints, *fresh], key=_by_index)
+            self.cset.update(fresh)
+        if self.hub is None or self.hub not in flow.usage:
+            self.hub = self._find_hub()
+        return True
+
+    def remove(self, finished: list[Flow]) -> bool:
+        """Account for flows that ended (already out of their constraints' flows); False: drop the cache."""
+        gone = [f for f in finished if f in self.fset]
+        if not gone:
+            return True
+        self.fset.difference_update(gone)
+        if not self.fset:
+            return False
+        gone_set = set(gone)
+        if self.arrays is not None:
+            self.arrays = _arrays_kept(self.arrays, np.array([f not in gone_set for f in self.flows], dtype=bool))
+        self.flows = [f for f in self.flows if f not in gone_set]
+        empty = {c for f in gone for c in f.usage if not c.flows}
+        if empty:
+            self.cset.difference_update(empty)
+            self.constraints = [c for c in self.constraints if c not in empty]
+        hub = self.hub
+        return hub is not None and hub in self.cset and len(hub.flows) == len(self.flows)
+
+
 class FlowEngine:
     """Weighted max-min fair fluid flows on a SimPy environment."""
 
@@ -216,6 +311,7 @@ class FlowEngine:
         self._batch_pending = False
         self._flow_count = 0
         self._active: dict[Flow, None] = {}
+        self._large: _LargeComponent | None = None
 
     # ---------------------------------------------------------------- building
     def constraint(self, name: str, capacity: float, dynamics: Dynamics | None = None) -> Constraint:
@@ -276,6 +372,8 @@ class FlowEngine:
             return flow
         for c, k in merged.items():
             c.flows[flow] = k
+        if self._large is not None and not self._large.add(flow):
+            self._large = None
         self._active[flow] = None
         self._dirty_flows[flow] = None
         self._schedule_batch()
@@ -334,46 +432,59 @@ class FlowEngine:
         seeds_f = self._dirty_flows
         self._dirty = {}
         self._dirty_flows = {}
-        seen_c: dict[Constraint, None] = {}
-        seen_f: dict[Flow, None] = {}
+        seen_c: set[Constraint] = set()
+        seen_f: set[Flow] = set()
+        large = self._large
+        large_done = False
         for f in seeds_f:
-            if f not in seen_f and f.end_time is None:
-                self._recompute(*self._component([f], [], seen_f, seen_c))
+            if f in seen_f or f.end_time is not None:
+                continue
+            if large is not None and f in large.fset:
+                if not large_done:
+                    large_done = True
+                    self._recompute(large.flows, large.constraints, large)
+                continue
+            self._search_and_recompute([f], [], seen_f, seen_c)
         for c in seeds_c:
-            if c not in seen_c:
-                self._recompute(*self._component([], [c], seen_f, seen_c))
+            if c in seen_c:
+                continue
+            if large is not None and c in large.cset:
+                if not large_done:
+                    large_done = True
+                    self._recompute(large.flows, large.constraints, large)
+                continue
+            self._search_and_recompute([], [c], seen_f, seen_c)
+
+    def _search_and_recompute(self, flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]) -> None:
+        comp_f, comp_c = self._component(flows, constraints, seen_f, seen_c)
+        large = None
+        if len(comp_f) >= VECTOR_MIN_FLOWS:
+            large = self._large = _LargeComponent(comp_f, comp_c)
+        self._recompute(comp_f, comp_c, large)
 
     @staticmethod
     def _component(
-        flows: list[Flow], constraints: list[Constraint], seen_f: dict[Flow, None], seen_c: dict[Constraint, None]
+        flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
     ) -> tuple[list[Flow], list[Constraint]]:
-        """Breadth-first search over flow <-> constraint adjacency."""
-        comp_f: list[Flow] = []
-        comp_c: list[Constraint] = []
-        stack_f = [f for f in flows if f not in seen_f]
-        stack_c = [c for c in constraints if c not in seen_c]
-        for f in stack_f:
-            seen_f[f] = None
-        for c in stack_c:
-            seen_c[c] = None
-        while stack_f or stack_c:
-            while stack_f:
-                f = stack_f.pop()
-                comp_f.append(f)
-                for c in f.usage:
-                    if c not in seen_c:
-                        seen_c[c] = None
-                        stack_c.append(c)
-            while stack_c:
-                c = stack_c.pop()
-                comp_c.append(c)
-                for f in c.flows:
-                    if f not in seen_f:
-                        seen_f[f] = None
-                        stack_f.append(f)
-        comp_f.sort(key=lambda f: f.index)
-        comp_c.sort(key=lambda c: c.index)
-        return comp_f, comp_c
+        """Breadth-first search over flow <-> constraint adjacency.
+
+        Each level is taken with set operations on the dicts' key views, so the
+        per-edge work runs in C; the result is sorted by creation index, which
+        makes it independent of the search order (deterministic runs)."""
+        frontier_f = {f for f in flows if f not in seen_f}
+        frontier_c = {c for c in constraints if c not in seen_c}
+        comp_f: set[Flow] = set()
+        comp_c: set[Constraint] = set()
+        while frontier_f or frontier_c:
+            comp_f |= frontier_f
+            comp_c |= frontier_c
+            reached_c = set().union(*[f.usage.keys() for f in frontier_f]) if frontier_f else set()
+            reached_f = set().union(*[c.flows.keys() for c in frontier_c]) if frontier_c else set()
+            frontier_c = reached_c - comp_c
+            frontier_f = reached_f - comp_f
+        seen_f |= comp_f
+        seen_c |= comp_c
+        return sorted(comp_f, key=_by_index), sorted(comp_c, key=_by_index)
 
     def _advance_flow(self, f: Flow, now: float) -> None:
         elapsed = now - f.last_time
@@ -394,40 +505,53 @@ class FlowEngine:
             self.stats.breakpoints += 1
             c.dynamics.on_breakpoint(self, c)
 
-    def _recompute(self, flows: list[Flow], constraints: list[Constraint]) -> None:
+    def _recompute(self, flows: list[Flow], constraints: list[Constraint], large: _LargeComponent | None = None) -> None:
         now = self.env.now
         self.stats.recomputes += 1
         for f in flows:
-            self._advance_flow(f, now)
+            # _advance_flow, inlined: this loop runs for every flow of the component at every change
+            elapsed = now - f.last_time
+            if elapsed > 0.0 and f.rate > 0.0:
+                left = f.remaining - f.rate * elapsed
+                f.remaining = left if left > 0.0 else 0.0
+            f.last_time = now
             if f.token is not None:
                 f.token.valid = False
         for c in constraints:
-            self._advance_constraint(c)
-        rates = max_min_fair(flows, constraints)
-        for f, r in zip(flows, rates, strict=True):
-            if self.record and r != f.rate:
-                self.rate_trace.append((now, f.name, r))
-            f.rate = r
-        touched: dict[Meter, None] = {}
-        for c in constraints:
-            c.load = sum([k * f.rate for f, k in c.flows.items()])
-            for m in c.meters:
-                touched[m] = None
-        for m in touched:
-            m.refresh(now)
+            if c.dynamics is None:
+                c.last_time = now
+            else:
+                self._advance_constraint(c)
+        rates, loads = _allocate(flows, constraints, large)
+        record = self.record
+        token = _Token(flows, constraints)
         # one event for the whole component: its next completion or breakpoint
         horizon = math.inf
-        for f in flows:
-            if f.rate > 0.0:
-                horizon = min(horizon, f.remaining / f.rate)
-        for c in constraints:
+        for f, r in zip(flows, rates, strict=True):
+            if record and r != f.rate:
+                self.rate_trace.append((now, f.name, r))
+            f.rate = r
+            f.token = token
+            if r > 0.0:
+                t = f.remaining / r
+                if t < horizon:
+                    horizon = t
+        touched: dict[Meter, None] = {}
+        dynamic: list[Constraint] = []
+        if loads is None:
+            loads = [sum([k * f.rate for f, k in c.flows.items()]) for c in constraints]
+        for c, load in zip(constraints, loads, strict=True):
+            c.load = load
+            if c.meters:
+                touched.update(dict.fromkeys(c.meters))
             if c.dynamics is not None:
-                horizon = min(horizon, c.dynamics.seconds_to_breakpoint(c.load))
+                dynamic.append(c)
+        for m in touched:
+            m.refresh(now)
+        for c in dynamic:
+            horizon = min(horizon, c.dynamics.seconds_to_breakpoint(c.load))  # type: ignore[union-attr]
         if not flows:
             return
-        token = _Token(flows, constraints)
-        for f in flows:
-            f.token = token
         if math.isinf(horizon):
             return  # stalled (e.g. a zero capacity) until something else changes
         event = self.env.timeout(max(horizon, 0.0))
@@ -441,10 +565,17 @@ class FlowEngine:
         self.stats.events += 1
         now = self.env.now
         for c in token.constraints:
-            self._advance_constraint(c)
+            if c.dynamics is None:
+                c.last_time = now
+            else:
+                self._advance_constraint(c)
         finished: list[Flow] = []
         for f in token.flows:
-            self._advance_flow(f, now)
+            elapsed = now - f.last_time
+            if elapsed > 0.0 and f.rate > 0.0:
+                left = f.remaining - f.rate * elapsed
+                f.remaining = left if left > 0.0 else 0.0
+            f.last_time = now
             if f.remaining <= _REL_EPS * f.amount or (f.rate > 0.0 and f.remaining / f.rate <= _TIME_EPS):
                 finished.append(f)
         for f in finished:
@@ -458,11 +589,73 @@ class FlowEngine:
                 self._dirty[c] = None
             del self._active[f]
             self.stats.flows_completed += 1
-        for c in token.constraints:
-            self._dirty[c] = None
+        if finished and self._large is not None and not self._large.remove(finished):
+            self._large = None
+        self._dirty.update(dict.fromkeys(token.constraints))
         self._schedule_batch()
         for f in finished:
             f.done.succeed(f)
+
+
+_UsageArrays = tuple  # (constraint creation indices, coefficients, entries per flow, weights, max rates)
+
+
+def _flow_arrays(f: Flow) -> tuple[np.ndarray, np.ndarray]:
+    if f._cols is None:
+        f._cols = np.array([c.index for c in f.usage], dtype=np.int64)
+        f._coefs = np.array(list(f.usage.values()), dtype=np.float64)
+    return f._cols, f._coefs  # type: ignore[return-value]
+
+
+def _usage_arrays(flows: list[Flow]) -> _UsageArrays:
+    """The flows' usage as flat arrays, in flow order (one block of entries per flow)."""
+    pairs = [_flow_arrays(f) for f in flows]
+    return (
+        np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, dtype=np.int64),
+        np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0),
+        np.array([len(p[0]) for p in pairs], dtype=np.int64),
+        np.array([f.weight for f in flows], dtype=np.float64),
+        np.array([math.inf if f.max_rate is None else f.max_rate for f in flows], dtype=np.float64),
+    )
+
+
+def _arrays_appended(arrays: _UsageArrays, f: Flow) -> _UsageArrays:
+    cols, coefs = _flow_arrays(f)
+    all_cols, all_coefs, lengths, weight, max_rate = arrays
+    return (
+        np.concatenate([all_cols, cols]),
+        np.concatenate([all_coefs, coefs]),
+        np.append(lengths, len(cols)),
+        np.append(weight, f.weight),
+        np.append(max_rate, math.inf if f.max_rate is None else f.max_rate),
+    )
+
+
+def _arrays_kept(arrays: _UsageArrays, keep: np.ndarray) -> _UsageArrays:
+    all_cols, all_coefs, lengths, weight, max_rate = arrays
+    entries = np.repeat(keep, lengths)
+    return all_cols[entries], all_coefs[entries], lengths[keep], weight[keep], max_rate[keep]
+
+
+def _allocate(
+    flows: list[Flow], constraints: list[Constraint], large: _LargeComponent | None = None
+) -> tuple[list[float], list[float] | None]:
+    """Rates of `flows`, and the load of each of `constraints` when the vectorised path computed them.
+
+    Large components go to the numpy formulation when `constraints` holds every
+    constraint the flows cross, with distinct creation indices (true of every
+    component the engine builds); anything else takes the reference path.
+    `large`: the cached component these lists belong to, whose arrays are reused."""
+    if len(flows) >= VECTOR_MIN_FLOWS:
+        arrays = None
+        if large is not None:
+            if large.arrays is None:
+                large.arrays = _usage_arrays(flows)
+            arrays = large.arrays
+        out = _max_min_fair_vector(flows, constraints, arrays)
+        if out is not None:
+            return out
+    return max_min_fair(flows, constraints), None
 
 
 def max_min_fair(flows: list[Flow], constraints: list[Constraint]) -> list[float]:
@@ -551,6 +744,94 @@ def max_min_fair(flows: list[Flow], constraints: list[Constraint]) -> list[float
         if emptied:
             live = [j for j in live if users[j] > 0]
     return rates
+
+
+def _max_min_fair_vector(
+    flows: list[Flow], constraints: list[Constraint], arrays: _UsageArrays | None = None
+) -> tuple[list[float], list[float]] | None:
+    """max_min_fair on numpy arrays, for large components; also returns every constraint's load.
+
+    The same progressive filling round for round: the same step (first
+    constraint with the smallest residual/demand, then a flow bound that is
+    strictly smaller), the same freezing tests, the same tolerances.  Sums over
+    flows run in flow order as in the loop version (np.bincount accumulates in
+    input order), so rates agree with max_min_fair to the last few ulps: only
+    the order in which frozen flows' demand is taken off differs.  Returns None
+    when `constraints` does not index the flows' constraints uniquely; the
+    caller then uses max_min_fair.
+    """
+    n = len(flows)
+    m = len(constraints)
+    index = np.array([c.index for c in constraints], dtype=np.int64)
+    if m == 0 or (m > 1 and not bool(np.all(index[1:] > index[:-1]))) or index[0] < 0:
+        return None  # not sorted by distinct creation index: not a component built by the engine
+    cols_global, coefs, lengths, weight, max_rate = _usage_arrays(flows) if arrays is None else arrays
+    rows = np.repeat(np.arange(n), lengths)
+    # creation index -> position in `constraints`; -1 marks a constraint that is not in the list
+    position = np.full(int(max(index[-1], cols_global.max(initial=0))) + 1, -1, dtype=np.int64)
+    position[index] = np.arange(m)
+    cols = position[cols_global]
+    if cols.size and int(cols.min()) < 0:
+        return None  # a flow crosses a constraint outside the list
+    capacity = np.array([c.capacity for c in constraints], dtype=np.float64)
+    # unlimited constraints (e.g. a drive with no power cap) only meter load
+    on_limited = np.isfinite(capacity)[cols]
+    e_rows = rows[on_limited]
+    e_cols = cols[on_limited]
+    e_kw = coefs[on_limited] * weight[e_rows]
+    demand = np.bincount(e_cols, weights=e_kw, minlength=m)
+    users = np.bincount(e_cols, minlength=m)
+    residual = capacity.copy()
+    tight = _REL_EPS * capacity
+    rates = np.zeros(n)
+    unfrozen = np.ones(n, dtype=bool)
+    capped = np.isfinite(max_rate)
+    inf = math.inf
+    remaining = n
+    while remaining:
+        live = users > 0
+        step = inf
+        limiting_c = -1
+        limiting_f = -1
+        if live.any():
+            live_idx = np.flatnonzero(live)
+            s = np.maximum(residual[live_idx], 0.0) / demand[live_idx]
+            j = int(np.argmin(s))
+            if s[j] < step:
+                step = float(s[j])
+                limiting_c = int(live_idx[j])
+        bounded = capped & unfrozen
+        if bounded.any():
+            bounded_idx = np.flatnonzero(bounded)
+            sf = np.maximum(max_rate[bounded_idx] - rates[bounded_idx], 0.0) / weight[bounded_idx]
+            i = int(np.argmin(sf))
+            if sf[i] < step:
+                step = float(sf[i])
+                limiting_c = -1
+                limiting_f = int(bounded_idx[i])
+        if limiting_c < 0 and limiting_f < 0:
+            raise EngineError(f"flow {flows[int(np.flatnonzero(unfrozen)[0])].name!r} is unbounded: no constraint limits it")
+        rates[unfrozen] += weight[unfrozen] * step
+        residual[live] -= demand[live] * step
+        saturated = live & (residual <= tight)
+        if limiting_c >= 0:
+            saturated[limiting_c] = True
+        frozen = np.zeros(n, dtype=bool)
+        frozen[e_rows[saturated[e_cols]]] = True
+        frozen |= bounded & (rates >= max_rate * (1.0 - _REL_EPS))
+        if limiting_f >= 0:
+            frozen[limiting_f] = True
+        frozen &= unfrozen
+        count = int(frozen.sum())
+        remaining -= count
+        unfrozen &= ~frozen
+        if remaining and count:
+            gone = frozen[e_rows]
+            demand -= np.bincount(e_cols[gone], weights=e_kw[gone], minlength=m)
+            users -= np.bincount(e_cols[gone], minlength=m)
+            demand[users == 0] = 0.0
+    loads = np.bincount(cols, weights=coefs * rates[rows], minlength=m)
+    return rates.tolist(), loads.tolist()
 
 
 def run_until_idle(env: simpy.Environment, engine: FlowEngine, until: float | None = None) -> None:

@@ -12,7 +12,11 @@ models.hdd); `sequential` costs 1 / media rate.  The meter is idle power
 plus (active - idle) x busy time, with the active power of the pattern.
 
 The span is the share of the capacity that holds data (`fill`); with an
-empty drive (fill 0) requests are taken to spread over the whole disk.
+empty drive (fill 0) requests are taken to spread over the whole disk.  A
+workload that lays out its own file (fio's `size`) sets `data_span`, the share
+of the capacity that file occupies: a fresh filesystem allocates it
+contiguously after the data already there (from the outer diameter), so the
+heads then sweep fill + data_span of the capacity.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import math
 from models.hdd import Access, HDDSpec, active_watts, seconds_per_byte
 from models.links import link_payload_Bps
 from simulator.flows import Constraint, FlowEngine, Meter
+
+SATA_NCQ_DEPTH = 32  # Serial ATA rev 2.6+ native command queueing: 32 tags
 
 
 class HddRuntime:
@@ -45,6 +51,7 @@ class HddRuntime:
         self.queue_depth = int(queue_depth)
         self.power_state = 0
         self.cap_W: float | None = None
+        self.data_span: float | None = None
         link = link_payload_Bps(spec.link)
         self.link_write = engine.constraint(f"{name}.link_write", link)
         self.link_read = engine.constraint(f"{name}.link_read", link)
@@ -56,6 +63,8 @@ class HddRuntime:
 
     @property
     def span_fraction(self) -> float:
+        if self.data_span is not None:
+            return min(1.0, max(1e-6, self.fill + self.data_span))
         return self.fill if self.fill > 0.0 else 1.0
 
     def _usage(
@@ -70,6 +79,8 @@ class HddRuntime:
     ) -> list[tuple[Constraint, float]]:
         pattern = access or self.access
         qd = queue_depth or self.queue_depth
+        if self.spec.interface == "sata":
+            qd = min(qd, SATA_NCQ_DEPTH)  # the drive reorders only what it holds: 32 NCQ tags
         busy = seconds_per_byte(self.spec, block_bytes, pattern, qd, self.span_fraction, write)
         dynamic_W = active_watts(self.spec, pattern) - self.spec.idle_W
         return [

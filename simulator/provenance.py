@@ -35,7 +35,7 @@ def git_commit() -> str | None:
 @cache
 def catalog_sha256() -> str:
     digest = hashlib.sha256()
-    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+    for path in sorted([*CATALOG_DIR.glob("*.yaml"), *CATALOG_DIR.glob("*.yml")]):  # devices and prices
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

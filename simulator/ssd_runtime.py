@@ -19,6 +19,15 @@ slc_write_MBps until it is used up, and its size shrinks as the drive fills
 where the write capacity drops to the native rate.  A write flow's WA is
 fixed when it starts (write_usage): random overwrites see the greedy
 steady-state WA at the fill of that moment; overwrites do not change fill.
+
+Garbage collection starts when every physical block has been programmed once:
+a drive given with fill > 0 is taken as preconditioned (in steady state, as
+SNIA SSS PTS preconditions with 2x the capacity before measuring), a drive at
+fill 0 is fresh-out-of-box until its NAND bytes written reach the raw NAND
+(capacity x (1 + over-provisioning)); before that random overwrites cost only
+the indirection-unit read-modify-write (there is always a free block to write);
+after it every random write pays the greedy WA at the current fill.
+TRIM (`discard`) lowers the fill: deleted data stop holding NAND.
 """
 
 from __future__ import annotations
@@ -112,6 +121,9 @@ class SSDRuntime:
         self.power_state = power_state
         self.fill = fill
         self.fill_start = fill
+        # access hints for workloads that reach the drive only through a volume
+        self.write_pattern: Pattern = "seq"
+        self.write_overwrite = False
         link = link_payload_Bps(spec.link)
         self.link_write = engine.constraint(f"{name}.link_write", link)
         self.link_read = engine.constraint(f"{name}.link_read", link)
@@ -131,16 +143,42 @@ class SSDRuntime:
         self._e_write = write_joules_per_byte(spec)
         self._e_io = io_joules(spec)
 
+    # ------------------------------------------------------------ state
+    @property
+    def gc_active(self) -> bool:
+        """Garbage collection runs: preconditioned drive, or every physical block programmed once."""
+        raw = self.spec.capacity_bytes * (1.0 + self.spec.over_provisioning)
+        return self.fill_start > 0.0 or self.state.nand_bytes >= raw
+
+    def discard(self, nbytes: float) -> None:
+        """TRIM of `nbytes` of user data: the fill drops (the blocks hold no valid data any more)."""
+        if nbytes < 0.0:
+            raise ValueError(f"discard: bytes must be >= 0, found {nbytes!r}")
+        self.engine.finish()  # bring the fill up to now before changing it
+        self.fill = max(0.0, self.fill - nbytes / self.spec.capacity_bytes)
+
     # ------------------------------------------------------------ usage
     def write_usage(
-        self, block_bytes: float, share: float = 1.0, pattern: Pattern = "seq", overwrite: bool = False
+        self,
+        block_bytes: float,
+        share: float = 1.0,
+        pattern: Pattern | None = None,
+        overwrite: bool | None = None,
     ) -> list[tuple[Constraint, float]]:
         """Constraints a host write of one byte crosses, times `share` (striping).
 
         `overwrite`: the bytes replace data already on the drive (fill does not
-        grow; random overwrites pay steady-state WA at the current fill)."""
-        wa = write_amplification(self.spec, block_bytes, pattern, overwrite, self.fill)
-        t = write_seconds_per_byte(self.spec, block_bytes, pattern, overwrite, self.fill)
+        grow; random overwrites pay steady-state WA at the current fill once
+        garbage collection runs).  None takes the drive's `write_pattern` /
+        `write_overwrite` hints, which a workload sets when it can only reach the
+        drive through a volume (defaults: sequential, new data)."""
+        pattern = self.write_pattern if pattern is None else pattern
+        overwrite = self.write_overwrite if overwrite is None else overwrite
+        # once GC runs, every random write (new data or not) consumes blocks that GC must free from
+        # randomly invalidated ones: the greedy WA applies to the whole random stream
+        gc = self.gc_active and (overwrite or pattern == "rand")
+        wa = write_amplification(self.spec, block_bytes, pattern, gc, self.fill)
+        t = write_seconds_per_byte(self.spec, block_bytes, pattern, gc, self.fill)
         usage = [
             (self.link_write, share),
             (self.write, share * t),
@@ -193,8 +231,7 @@ class SSDRuntime:
             "fill_end": self.fill,
             "slc_cache_exhausted": float(s.slc_exhausted),
         }
-        out.update(
-            nand.endurance(
+        life = nand.endurance(
                 self.spec.capacity_bytes,
                 s.host_bytes,
                 s.nand_bytes,
@@ -203,5 +240,6 @@ class SSDRuntime:
                 self.spec.warranty_years,
                 self.spec.endurance_rating_wa,
             )
-        )
+        # no writes (or no rating): the endurance is not consumed; leave the infinite value out (JSON has no inf)
+        out.update({k: v for k, v in life.items() if math.isfinite(v)})
         return out

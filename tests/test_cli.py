@@ -233,3 +233,17 @@ def test_generated_malformed_scenarios_exit_2_without_traceback(tmp_path, field,
     assert_clean_failure(result)
     assert result.stderr.startswith("error: ")
     assert ("surprise" in result.stderr) if extra_key else True
+
+
+def test_set_reaches_fields_of_the_storage_kind_it_selects():
+    # `level` exists only on kind: raid; the path is checked against the kind the data has by then.
+    result = invoke("run", DEMO, "--set", "storage.kind=raid", "--set", "storage.level=5", "--set", "storage.count=4", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    storage = json.loads(result.stdout)["scenario"]["system"]["storage"]
+    assert (storage["kind"], storage["level"], storage["count"]) == ("raid", 5, 4)
+    # without the kind, `level` is still a typo on a local volume
+    refused = invoke("run", DEMO, "--set", "storage.level=5")
+    assert refused.exit_code == 2 and "`level` is not a field of system.storage" in refused.stderr
+    # the tag pydantic adds for the union is not shown to the user
+    short = invoke("run", DEMO, "--set", "storage.kind=raid", "--set", "storage.level=5", "--set", "storage.count=2")
+    assert short.exit_code == 2 and "system.storage: count: RAID 5 needs at least 3 drives, found 2" in short.stderr

@@ -75,3 +75,70 @@ def test_values_ratios_and_failures_with_an_independent_oracle(tmp_path):
 def test_malformed_tables_are_rejected_with_the_field_named(tmp_path, rows, needle):
     with pytest.raises(TableError, match=needle):
         read_table(_table(tmp_path, rows))
+
+
+def test_scale_converts_units_in_values_and_ratios(tmp_path):
+    """Oracle: the metric read straight from the run, multiplied by the stated scale by hand."""
+    from scenarios.loader import load
+    from scenarios.run import run_scenario
+
+    metrics = run_scenario(load(DEMO))[0]["metrics"]
+    seconds = metrics["save_checkpoint_duration_mean_seconds"]
+    wh = metrics["ssd_energy_Wh"]
+    ref = {"scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds"}
+    path = _table(tmp_path, [
+        # seconds -> ms: the unit names the converted value, so the name check is skipped
+        {"id": "ms", **ref, "scale": 1000.0, "measured": seconds * 1000.0, "unit": "ms"},
+        # J per second of checkpoint from Wh / s: 3600 J per Wh, on the numerator only
+        {"id": "watts", "ratio": {"numerator": {"scenario": str(DEMO), "metric": "metrics.ssd_energy_Wh", "scale": 3600.0},
+                                  "denominator": ref}, "measured": 20.0, "tolerance": 0.5},
+    ])
+    rows = {r.id: r for r in validate_file(path).rows}
+    assert rows["ms"].predicted == pytest.approx(seconds * 1000.0)
+    assert rows["ms"].error == pytest.approx(0.0, abs=1e-12)
+    assert rows["watts"].predicted == pytest.approx(wh * 3600.0 / seconds)
+
+
+def test_a_row_whose_run_raises_is_reported_and_the_others_still_run(tmp_path):
+    """A workload that raises at run time (gds_read with no GPU) fails its own row only."""
+    scenario = yaml.safe_load(DEMO.read_text())
+    scenario["system"]["gpus"] = {"count": 0}
+    scenario["workload"] = {"kind": "gds_read"}
+    path = _table(tmp_path, [
+        {"id": "broken", "scenario": scenario, "metric": "metrics.bandwidth_GiB_per_second", "measured": 1},
+        {"id": "fine", "scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds", "measured": 1},
+    ])
+    report = validate_file(path)
+    rows = {r.id: r for r in report.rows}
+    assert rows["broken"].failure and "GPU" in rows["broken"].failure
+    assert rows["fine"].predicted is not None and rows["fine"].failure is None
+    assert report.summary["n_failed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("row", "needle"),
+    [
+        ({"id": "a", "scenario": "x", "metric": "m.x", "measured": 1, "scale": 0}, "scale"),
+        ({"id": "a", "ratio": {"numerator": {"scenario": "x", "metric": "m"}, "denominator": {"scenario": "x", "metric": "m"}},
+          "scale": 2, "measured": 1}, "scale"),
+        ({"id": "a", "ratio": {"numerator": {"scenario": "x", "metric": "m", "scale": 0}, "denominator": {"scenario": "x", "metric": "m"}},
+          "measured": 1}, "scale"),
+    ],
+)
+def test_bad_scales_are_rejected(tmp_path, row, needle):
+    with pytest.raises(TableError, match=needle):
+        read_table(_table(tmp_path, [row]))
+
+
+def test_a_no_difference_claim_has_no_direction_and_is_judged_by_its_tolerance(tmp_path):
+    """Oracle: a run divided by itself is exactly 1; a claim of 1.1 on it has a direction and misses it."""
+    ref = {"scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds"}
+    path = _table(tmp_path, [
+        {"id": "same", "ratio": {"numerator": ref, "denominator": ref}, "measured": 1.0, "tolerance": 0.05},
+        {"id": "up", "ratio": {"numerator": ref, "denominator": ref}, "measured": 1.1, "tolerance": 0.05},
+    ])
+    report = validate_file(path)
+    rows = {r.id: r for r in report.rows}
+    assert rows["same"].predicted == pytest.approx(1.0) and rows["same"].within and rows["same"].direction_ok is None
+    assert rows["up"].direction_ok is False and not rows["up"].within
+    assert (report.summary["n_ratio"], report.summary["n_direction"], report.summary["n_direction_ok"]) == (2, 1, 0)

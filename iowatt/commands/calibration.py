@@ -79,6 +79,9 @@ def collect_dlio(
     ingest: Annotated[Path | None, typer.Option("--ingest", help="An existing DLIO output folder (with summary.json) to turn into a bundle.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="A DLIO workload YAML to run (needs dlio_benchmark on PATH).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle directory to create (default: dlio-bundle-DATE).")] = None,
+    override: Annotated[
+        list[str] | None, typer.Option("--override", help="Hydra override passed to DLIO with --config, e.g. ++workload.dataset.data_folder=/scratch/d")
+    ] = None,
 ) -> None:
     """Ingest a DLIO output folder, or run DLIO, into a trace bundle."""
     from calibration import dlio
@@ -86,7 +89,9 @@ def collect_dlio(
     if (ingest is None) == (config is None):
         raise UserError("give exactly one of --ingest DIR or --config WORKLOAD.yaml")
     out = out or _default_out("dlio-bundle")
-    manifest = dlio.ingest(ingest, out) if ingest is not None else dlio.run(config, out)  # type: ignore[arg-type]
+    if ingest is None and override and any("=" not in o for o in override):
+        raise UserError(f"--override: expected KEY=VALUE, found {next(o for o in override if '=' not in o)!r}")
+    manifest = dlio.ingest(ingest, out) if ingest is not None else dlio.run(config, out, override)  # type: ignore[arg-type]
     print(f"bundle {out} (manifest {manifest.id}): {len(manifest.files)} files", file=sys.stderr)
     typer.echo(str(out))
 
@@ -111,7 +116,7 @@ def calibrate(
     manifest = bundle.load(bundle_path)
     jobs = load_jobs(bundle_path, manifest)
     training, held = fit.split_holdout(jobs, holdout, seed)
-    result = fit.fit(training, base_entry.spec.model_dump())
+    result = fit.fit(training, base_entry.spec)  # type: ignore[arg-type]
     power_columns = sorted({k for j in training if j.power for k in j.power if k.endswith("_W") and not k.startswith("nvme_ps")})
     if power_columns:
         preferred = next((c for c in ("ipmi_system_W",) if c in power_columns), power_columns[0])
@@ -119,7 +124,8 @@ def calibrate(
     document = profile.build(name or profile.profile_name(output), base_entry.name, str(bundle_path), manifest, result,
                              [j.id for j in held], [j.id for j in training], seed, holdout)
     write_text(profile.dump(document), output)
-    print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back", file=sys.stderr)
+    print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back; queue law {result.law} "
+          f"(weighted cost {', '.join(f'{k} {v:.3g}' for k, v in result.law_costs.items())})", file=sys.stderr)
     for key in result.informed:
         print(f"  {key:18s} {result.values[key]:14.6g}  +/- {result.rel_stderr[key]:.1%}", file=sys.stderr)
     for key, why in result.not_informed.items():
@@ -181,7 +187,7 @@ def validate(
     from rich.table import Table
 
     out = Table(title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}")
-    columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict")
+    columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict", "simulator_MBps")
     for column in columns:
         out.add_column(column, justify="left" if column in ("job", "verdict") else "right")
     for row in report["jobs"]:
@@ -190,7 +196,8 @@ def validate(
     console.print(out)
     s = report["summary"]
     console.print(f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
-                  f"{s['within_noise']} within run-to-run noise (2 sigma)")
+                  f"{s['within_noise']} within run-to-run noise (2 sigma); queue law {report['queue_law']} "
+                  "(simulator_MBps: the simulator's parallel law on the same profile)")
 
 
 def register(app: typer.Typer) -> None:

@@ -18,7 +18,10 @@ OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write
 NodesOption = Annotated[int | None, typer.Option("--nodes", help="Failure model: nodes in the job (enables goodput metrics).")]
 MtbfOption = Annotated[float | None, typer.Option("--node-mtbf-hours", help="Failure model: mean time between failures of one node, hours.")]
 RestartOption = Annotated[float, typer.Option("--restart-seconds", help="Failure model: time to restart the job after a failure.")]
-IntervalOption = Annotated[str | None, typer.Option("--interval", help="Checkpoint interval for derived metrics: seconds, '10 min', daly or young.")]
+IntervalOption = Annotated[
+    str | None,
+    typer.Option("--interval", help="Checkpoint interval for derived metrics: seconds, '10 min', daly, young or simulated (these three need --nodes)."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -108,6 +111,7 @@ def compare(
     from iowatt.output import choose_format, write_text
     from scenarios import plan as pl
     from scenarios import sweep as sw
+    from scenarios.loader import validate
     from scenarios.run import run_scenario
     from simulator import report
 
@@ -115,7 +119,7 @@ def compare(
     failure = _failure(nodes, node_mtbf_hours, restart_seconds)
     tau = pl._interval(interval, "--interval") if interval is not None else None
     if isinstance(tau, str) and failure is None:
-        raise UserError(f"--interval {interval}: daly/young need --nodes and --node-mtbf-hours")
+        raise UserError(f"--interval {interval}: daly/young/simulated need --nodes and --node-mtbf-hours")
     base, origin = sw.load_base(scenario)
     axes = [sw.parse_axis(text, "--vary", base) for text in vary]
     if cross:
@@ -133,10 +137,9 @@ def compare(
         resolved, _, error = sw.resolve_case(spec, case)
         if resolved is None:
             raise UserError(error)
-        from scenarios.loader import validate
-
         document, _ = run_scenario(validate(resolved, origin))
         metrics = dict(document["metrics"])
+        metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
         metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
         label = ", ".join(f"{k}={v}" for k, v in case.values.items())
         cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})

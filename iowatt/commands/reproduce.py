@@ -15,15 +15,24 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @user_errors
     def reproduce(
-        study: Annotated[str, typer.Argument(help="A study name (see scenarios/studies/) or `all`.")] = "all",
+        study: Annotated[str, typer.Argument(help="A study name (micron_6550ion_vs_p5336, micron_9550_gnn_bam, amax_5210ion_vs_hdd, "
+                                                   "storagereview_ckpt_fill, mlperf_storage_v1; see scenarios/studies/), a study "
+                                                   "YAML file, or `all`.")] = "all",
         out: Annotated[Path | None, typer.Option("--out", help="Write figures (PNG, SVG), their CSVs and index.md here.")] = None,
     ) -> None:
-        """Run a published study's scenarios; print its comparison tables and draw its figures."""
+        """Run a published study's scenarios; print its comparison tables (published vs predicted) and draw its figures.
+
+        Figures need matplotlib (pip install 'iowatt\\[plots]'); without it the tables, CSVs and index.md are still written.
+        A scenario that is missing or fails is reported in the tables, never fatal.
+        """
+        from scenarios.reproduce import plots_available, study_files
         from scenarios.reproduce import reproduce as run
-        from scenarios.reproduce import study_files
 
         names = list(study_files()) if study == "all" else [study]
         text, written = run(names, out)
         sys.stdout.write(text + "\n")
         if out is not None:
-            print(f"wrote {len(written)} files; open {out / 'index.md'}", file=sys.stderr)
+            kind = "figures, CSVs" if plots_available() else "CSVs (no figures: matplotlib missing)"
+            print(f"wrote {len(written)} files ({kind}); open {out / 'index.md'}", file=sys.stderr)
+        else:
+            print("add --out DIR to write figures, their CSVs and index.md", file=sys.stderr)

@@ -4,10 +4,13 @@
 memory in requests of `block_size`, DMA'd peer-to-peer over the GPU's PCIe link
 (no host DRAM on the data path).  Each thread is a closed loop with `io_depth`
 requests outstanding: its rate is bounded by io_depth x block / latency, with the
-latency of one request at queue depth 1 taken from the drive,
-    latency(b) = read_latency_us (QD1, 4 KiB) + (b - 4 KiB) / min(sequential read rate, link),
-and all threads share the drives' read path and the GPU link (max-min fair).
-Reported latency is Little's law over the outstanding requests.
+latency of one request at queue depth 1 taken from the drive's law
+(models.ssd.unloaded_latency_s: datasheet QD1 4 KiB latency + the extra transfer
+at the drive's internal streaming rate; a hard disk's seek + rotation + transfer),
+and all threads share the drives' read path and the GPU link (max-min fair), so
+    bandwidth = min(threads x io_depth x block / L0(block), drive ceiling, GPU link)
+(the asymptotic bounds of a closed queueing network).  Reported latency is
+Little's law over the outstanding requests, R = threads x io_depth / IOPS.
 """
 
 from __future__ import annotations
@@ -18,12 +21,11 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
-from models.links import link_payload_Bps
 from models.units import Bytes
 from simulator.flows import FlowEngine
 from simulator.system import SystemRuntime
-from simulator.workloads import RunContext, Workload, WorkloadOutcome
-from simulator.workloads.dlio import read_usage
+from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from simulator.workloads._dataio import read_usage, volume_read_latency_s
 
 GiB = 2**30
 SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB
@@ -43,22 +45,20 @@ class GdsReadParams(BaseModel):
     sweep: bool = Field(default=False, description="also sweep block 8K..1M x threads 1..128 (detail table)")
 
 
-def qd1_latency_s(system: SystemRuntime, block: float) -> float:
+def qd1_latency_s(system: SystemRuntime, block: float, pattern: str = "rand") -> float:
     """One request's latency at queue depth 1 on the volume's drives."""
-    spec = system.volume.drives[0].spec
-    rate = min(spec.seq_read_MBps * 1e6, link_payload_Bps(spec.link))
-    return spec.read_latency_us * 1e-6 + max(0.0, block - 4096.0) / rate
+    return volume_read_latency_s(system.volume, block, pattern)  # type: ignore[arg-type]
 
 
 def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, params: GdsReadParams,
             block: float, threads: int) -> dict[str, float]:
     if not system.gpus:
-        raise ValueError("workload kind gds_read needs a GPU: set system.gpus.count >= 1")
+        raise WorkloadConfigError("workload kind gds_read needs a GPU: expected system.gpus.count >= 1, found 0")
     if params.gpu >= len(system.gpus):
-        raise ValueError(f"workload.gpu is {params.gpu} but the system has {len(system.gpus)} GPU(s)")
+        raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     g = system.gpus[params.gpu]
-    usage = [*read_usage(system.volume, block, params.pattern), (g.link_h2d, 1.0)]
-    per_thread = params.io_depth * block / qd1_latency_s(system, block)
+    usage = [*read_usage(system.volume, block, params.pattern, threads * params.io_depth), (g.link_h2d, 1.0)]
+    per_thread = params.io_depth * block / qd1_latency_s(system, block, params.pattern)
     start = env.now
     flows = [engine.start(f"gds.t{t}", params.size_per_thread, usage, max_rate=per_thread) for t in range(threads)]
     env.run(simpy.AllOf(env, [f.done for f in flows]))
@@ -78,7 +78,7 @@ def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, p
 
 def run(ctx: RunContext, params: GdsReadParams) -> WorkloadOutcome:
     metrics = measure(ctx.env, ctx.engine, ctx.system, params, params.block_size, params.threads)
-    metrics["qd1_latency_us"] = qd1_latency_s(ctx.system, params.block_size) * 1e6
+    metrics["qd1_latency_us"] = qd1_latency_s(ctx.system, params.block_size, params.pattern) * 1e6
     detail: dict = {}
     if params.sweep:
         rows = []

@@ -2,22 +2,40 @@
 
 Each training iteration runs three phases, one after the other as the GIDS
 loader times them:
-  1. sampling: neighbourhood sampling of a mini-batch (`sampling_time_per_batch`
-     on the GPU's compute constraint, or on host cores with sampler: cpu);
-  2. feature aggregation: the GPU reads the feature vector of every sampled node
+  1. sampling: neighbourhood sampling of a mini-batch over the graph structure
+     pinned in host memory (UVA) (`sampling_time_per_batch` on the GPU's compute
+     constraint, or on host cores with sampler: cpu);
+  2. feature aggregation: the GPU reads the feature page of every sampled node
      that its caches do not hold, straight from the SSDs over its own PCIe link
-     (BaM queues in GPU memory, no host DRAM or CPU on the data path): one flow on
-     gpu.link_h2d + the volume's random-read path at `io_size`, with the rate bound
-     Little's law gives for the queues BaM keeps (queues x depth x io_size / latency)
-     and the GPU's own I/O-issue ceiling (`gpu_max_iops`);
+     (BaM queues in GPU memory, no host DRAM or CPU on the data path);
   3. training: `train_time_per_batch` on the GPU's compute constraint.
-Several drives are striped (RAID 0 in the volume; BaM spreads pages over its
-drives the same way), so more drives add IOPS until the GPU link binds.
+While it aggregates, the GPU draws `gpu_busy_during_aggregation` of its
+active-minus-idle power: GIDS' kernel fills every SM with warps that spin on
+their completion queues (BaM polls; there are no interrupts).
 
-Dataset defaults are IGB heterogeneous "full" (IGBH-full, Khatua et al., KDD 2023,
-public IGB description): ~547 M nodes (269 M papers, 277 M authors, ~0.7 M fields
-of study, institutes, journals, conferences), ~5.8 B edges, 1024-dim float32
-features = 4 KiB per node (~2.2 TB of features, far beyond GPU and host caches).
+Aggregation physics (closed queueing loop, DESIGN section 2).  GIDS' feature
+kernel (read_feature_kernel, GIDS repository bam_nvme.cu) launches one 32-thread
+block per node and each warp blocks on its own 4 KiB page read, so the requests
+in flight are the resident blocks: SMs x blocks per SM (CUDA: at most 32
+resident blocks per SM; H100 NVL: 132 SMs -> 4,224), capped by BaM's queues
+(128 queue pairs x 1,024 entries per drive).  Pages are spread over the drives
+(BaM stripes its address range), so each drive sees its share N_d and serves
+    IOPS_d = min(N_d / L0, IOPS_ceiling)   (Little's law, models.ssd.closed_loop)
+with L0 the drive's QD1 read latency and the ceiling its block-size law at
+`io_size`; the GPU link and the GPU's own issue rate (`gpu_max_iops`) bound
+the sum.  With thousands of requests in flight every catalogued Gen5 drive is
+at its ceiling, so drive-to-drive IOPS ratios follow their 4 KiB random-read
+ceilings; more drives add IOPS until the GPU link binds.
+
+Dataset and loop defaults are IGB heterogeneous "full" as GIDS runs it (GIDS
+repository, run_GIDS_IGBH.sh and its logged result GIDS_IGBH.txt): batch 1024,
+fanout 10/5/5, 4 KiB pages (1024 float32 features per node), 4 GiB GPU
+software cache, 20 % CPU buffer; the log counts 48,828,950 SSD page reads in a
+100-iteration window (488,290 per iteration, measured) with 2.62 s of graph
+sampling and 1.92 s of training per 100 iterations (measured on the GIDS
+authors' GPU; assumed the same on an H100 NVL, whose sampling is bound by UVA
+accesses over PCIe).  IGBH-full: 547 M nodes (269 M papers, 277 M authors,
+0.7 M fields of study, 27 k institutes), 5.8 B edges (Khatua et al., KDD 2023).
 """
 
 from __future__ import annotations
@@ -26,33 +44,46 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.ssd import SSDSpec, closed_loop
 from models.units import Bytes, Seconds
-from simulator.workloads import RunContext, Workload, WorkloadOutcome
-from simulator.workloads.dlio import read_usage
+from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from simulator.workloads._dataio import read_usage, unloaded_read_latency_s
+
+# GIDS log (GIDS_IGBH.txt): SSD page reads in the timed 100-iteration window, IGBH-full, batch 1024, fanout 10/5/5
+IGBH_FULL_READS_PER_ITERATION = 48_828_950 / 100
 
 
 class GnnParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["gnn"] = "gnn"
-    dataset: Literal["igbh-full", "custom"] = Field(default="igbh-full", description="feature store preset")
+    dataset: Literal["igbh-full", "custom"] = Field(
+        default="igbh-full", description="igbh-full: page reads per iteration measured by GIDS; custom: from batch, fanout, uniqueness and cache hits"
+    )
     nodes: float = Field(default=547e6, gt=0, description="nodes in the graph (IGBH-full: ~547 M)")
     feature_dim: int = Field(default=1024, ge=1, description="features per node (IGB: 1024)")
     feature_dtype_bytes: int = Field(default=4, ge=1, le=8, description="bytes per feature (IGB: float32)")
-    iterations: int = Field(default=100, ge=1, le=1_000_000, description="mini-batches timed (assumed: 100)")
-    batch_size: int = Field(default=1024, ge=1, description="seed nodes per mini-batch (assumed GIDS default)")
-    fanout: list[int] = Field(default_factory=lambda: [10, 5, 5], description="neighbours sampled per layer")
-    unique_fraction: float = Field(default=0.9, gt=0, le=1, description="share of sampled nodes left after de-duplication within a batch (assumed)")
-    cache_hit_ratio: float = Field(default=0.1, ge=0, lt=1, description="share served by GIDS' GPU software cache and constant CPU buffer (assumed)")
-    io_size: Bytes = Field(default=4096, ge=512, le=2**20, description="bytes per GPU-issued read (BaM page; one feature vector)")
-    queues: int = Field(default=128, ge=1, description="BaM NVMe queue pairs per drive")
-    queue_depth: int = Field(default=1024, ge=1, description="entries per BaM queue")
-    gpu_max_iops: float = Field(default=40e6, gt=0, description="GPU I/O-issue ceiling (BaM paper: ~45 M IOPS per GPU; assumed 40 M)")
+    iterations: int = Field(default=100, ge=1, le=1_000_000, description="mini-batches timed (GIDS logs a 100-iteration window)")
+    batch_size: int = Field(default=1024, ge=1, description="seed nodes per mini-batch (GIDS run_GIDS_IGBH.sh)")
+    fanout: list[int] = Field(default_factory=lambda: [10, 5, 5], description="neighbours sampled per layer (GIDS run_GIDS_IGBH.sh)")
+    unique_fraction: float = Field(default=0.9, gt=0, le=1, description="custom: share of sampled nodes left after de-duplication (assumed)")
+    cache_hit_ratio: float = Field(default=0.083, ge=0, lt=1, description="custom: share served by GIDS' GPU cache (GIDS log: hit rate 0.083)")
+    io_size: Bytes = Field(default=4096, ge=512, le=2**20, description="bytes per GPU-issued read (BaM page; GIDS page_size 4096)")
+    queues: int = Field(default=128, ge=1, description="BaM NVMe queue pairs per drive (GIDS log: n_qps 128)")
+    queue_depth: int = Field(default=1024, ge=1, description="entries per BaM queue (BaM_Feature_Store queueDepth)")
+    gpu_sms: int = Field(default=132, ge=1, description="streaming multiprocessors of the GPU (H100 NVL / SXM: 132)")
+    blocks_per_sm: int = Field(default=32, ge=1, description="resident thread blocks per SM (CUDA limit on Ampere/Hopper: 32)")
+    gpu_max_iops: float = Field(default=40e6, gt=0, description="GPU I/O-issue ceiling (assumed 40 M: BaM reports tens of millions of IOPS per GPU)")
     sampler: Literal["gpu", "cpu"] = "gpu"
-    sampling_time_per_batch: Seconds = Field(default=0.02, ge=0, description="sampling compute per batch (assumed)")
+    sampling_time_per_batch: Seconds = Field(default=0.0262, ge=0, description="sampling per batch (GIDS log: 2.62 s per 100 iterations)")
     sampling_cores: int = Field(default=8, ge=1, description="host cores a CPU sampler uses")
-    train_time_per_batch: Seconds = Field(default=0.03, ge=0, description="forward+backward per batch on the GPU (assumed)")
+    train_time_per_batch: Seconds = Field(default=0.0192, ge=0, description="forward+backward per batch (GIDS log: 1.92 s per 100 iterations)")
     gpu: int = Field(default=0, ge=0, description="index of the GPU that trains")
+    gpu_busy_during_aggregation: float = Field(
+        default=1.0, ge=0, le=1,
+        description="share of the GPU's active-minus-idle power drawn while BaM warps wait on reads "
+        "(assumed 1: every SM holds resident warps spinning on completion queues)",
+    )
 
     @property
     def feature_bytes(self) -> int:
@@ -65,22 +96,43 @@ class GnnParams(BaseModel):
             sampled += frontier
         return min(sampled * self.unique_fraction, self.nodes)
 
+    def fetched_nodes_per_batch(self) -> float:
+        """Unique nodes whose features come from the SSDs in one iteration."""
+        if self.dataset == "igbh-full":
+            return IGBH_FULL_READS_PER_ITERATION * self.io_size / max(self.feature_bytes, self.io_size)
+        return self.nodes_per_batch() * (1.0 - self.cache_hit_ratio)
+
+    def in_flight(self) -> int:
+        return self.gpu_sms * self.blocks_per_sm
+
+
+def drive_iops(spec: SSDSpec, io_size: float, outstanding: int) -> float:
+    """Random-read IOPS one drive serves with `outstanding` requests in flight (models.ssd.closed_loop)."""
+    bps, _latency = closed_loop(spec, io_size, max(1, outstanding), 1.0, "rand")
+    return bps / io_size
+
 
 def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     env, engine, system = ctx.env, ctx.engine, ctx.system
     if not system.gpus:
-        raise ValueError("workload kind gnn needs a GPU: set system.gpus.count >= 1")
+        raise WorkloadConfigError("workload kind gnn needs a GPU: expected system.gpus.count >= 1, found 0")
     if params.gpu >= len(system.gpus):
-        raise ValueError(f"workload.gpu is {params.gpu} but the system has {len(system.gpus)} GPU(s)")
+        raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     g = system.gpus[params.gpu]
-    drives = len(system.volume.drives)
-    fetched_nodes = params.nodes_per_batch() * (1.0 - params.cache_hit_ratio)
-    batch_bytes = fetched_nodes * params.feature_bytes
-    ios_per_batch = batch_bytes / params.io_size
-    latency_s = min(d.spec.read_latency_us for d in system.volume.drives) * 1e-6
-    outstanding = params.queues * params.queue_depth * drives
-    max_rate = min(outstanding * params.io_size / latency_s, params.gpu_max_iops * params.io_size)
-    agg_usage = [*read_usage(system.volume, params.io_size, "rand"), (g.link_h2d, 1.0)]
+    drives = list(getattr(system.volume, "drives", []))
+    if not drives:
+        raise WorkloadConfigError("workload kind gnn reads features from local drives: expected system.storage with NVMe drives")
+    n = len(drives)
+    fetched_nodes = params.fetched_nodes_per_batch()
+    # one feature vector spans ceil(feature / page) pages
+    pages_per_node = max(1.0, params.feature_bytes / params.io_size)
+    batch_bytes = fetched_nodes * pages_per_node * params.io_size
+    ios_per_batch = fetched_nodes * pages_per_node
+    per_drive_outstanding = min(params.in_flight() / n, params.queues * params.queue_depth)
+    latency_s = max(unloaded_read_latency_s(d.spec, params.io_size, "rand") for d in drives)
+    # Little's law bound of the requests in flight, and the GPU's issue ceiling (the drives' own ceilings are constraints)
+    max_rate = min(n * per_drive_outstanding * params.io_size / latency_s, params.gpu_max_iops * params.io_size)
+    agg_usage = [*read_usage(system.volume, params.io_size, "rand", int(n * per_drive_outstanding)), (g.link_h2d, 1.0)]
     phase = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
 
     def loop():
@@ -96,7 +148,9 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
                     )
             phase["sampling"] += env.now - t
             t = env.now
+            engine.set_meter_extra(g.meter, params.gpu_busy_during_aggregation * (g.spec.active_W - g.spec.idle_W))
             yield engine.transfer(f"gnn.aggregate{i}", batch_bytes, agg_usage, max_rate=max_rate)
+            engine.set_meter_extra(g.meter, 0.0)
             phase["aggregation"] += env.now - t
             t = env.now
             if params.train_time_per_batch > 0:
@@ -116,20 +170,23 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
         "aggregation_seconds": agg,
         "training_seconds": phase["training"],
         "ssd_read_iops_aggregation": reads / agg if agg > 0 else 0.0,
-        "ssd_read_iops_per_drive_aggregation": reads / agg / drives if agg > 0 else 0.0,
+        "ssd_read_iops_per_drive_aggregation": reads / agg / n if agg > 0 else 0.0,
         "aggregation_GB_per_second": batch_bytes * params.iterations / agg / 1e9 if agg > 0 else 0.0,
         "features_read_GB": batch_bytes * params.iterations / 1e9,
+        "ssd_reads": reads,
         "iterations_per_second": params.iterations / total if total > 0 else 0.0,
         "system_energy_kJ": system_J / 1e3,
-        "drives": float(drives),
+        "drives": float(n),
     }
     detail = {
         "nodes_fetched_per_batch": fetched_nodes,
         "feature_bytes": params.feature_bytes,
         "dataset_feature_TB": params.nodes * params.feature_bytes / 1e12,
+        "requests_in_flight_per_drive": per_drive_outstanding,
+        "drive_iops_closed_loop": [drive_iops(d.spec, params.io_size, int(per_drive_outstanding)) for d in drives],
         "aggregation_rate_bound_Bps": max_rate,
     }
-    return WorkloadOutcome(metrics, detail, {"ssd_read_iops_aggregation": "IOPS", "ssd_read_iops_per_drive_aggregation": "IOPS"})
+    return WorkloadOutcome(metrics, detail, {"ssd_read_iops_aggregation": "IOPS", "ssd_read_iops_per_drive_aggregation": "IOPS", "ssd_reads": "requests"})
 
 
 WORKLOAD = Workload("gnn", GnnParams, run)

@@ -1,0 +1,453 @@
+"""fio as a workload: the flexible I/O tester's job, predicted with fio's own output names.
+
+Law (fluid closed loop, not per-I/O events).  Each of `numjobs` jobs keeps
+d = iodepth requests of `bs` bytes outstanding (d = 1 for the synchronous
+engines: sync, psync, pvsync, pvsync2).  A request that finds the volume idle
+takes L0, the unloaded (QD1) latency of the slowest drive piece it is striped
+over (models.ssd.unloaded_latency_s; models.hdd QD1 service time).  A closed
+queueing network with N = d x numjobs customers and zero think time runs at
+    X = min(N / L0, ceiling)                                   (asymptotic bound)
+where the ceiling is whatever the flow engine allows the job's bytes through
+the volume's constraints (block-size law, power cap, link, GC, other jobs).
+Each job is one flow with rate bound d x bs / L0; the engine supplies the
+ceiling, so the mean latency follows from Little's law per job,
+    R = d / IOPS_job,
+and fio's identity iops x mean latency = iodepth x numjobs holds by
+construction.  In a rw/randrw mix the read and write latencies keep the ratio
+of their unloaded latencies, weighted so that the mix satisfies Little's law.
+
+Latency percentiles (clat_pXX) assume the completion latency is
+Gamma-distributed with mean R and shape k = max(1, N x u), u the utilisation
+of the busiest resource the job crosses: a saturated server with N requests
+always queued and exponential service gives exactly Erlang-N (a request waits
+for the N-1 ahead of it plus its own service); a lightly loaded one is one
+exponential stage.  This is an assumption (exponential service times, FCFS),
+stated so the percentiles can be checked against measured fio output; command
+reordering (HDD SATF) makes the real tail longer.
+
+Fill.  Writes are split into segments of 1 % of the volume's capacity so a
+drive's fill state, garbage collection and pSLC cache are re-read as the job
+fills it (models.nand): sequential writes and random writes with fio's random
+map (every block once per pass) write new data; `overwrite=1`, later passes
+over the same file, and `norandommap=1` (blocks drawn with replacement:
+after w bytes a share 1 - exp(-w / size) of the file holds data) overwrite.
+The write rate per fill decile is reported as fill_write_GBps_by_decile.
+
+Only `system.volume` is used: plain drives are reached per drive (pattern,
+queue depth, overwrite), any other volume (array, NFS, cluster) through its
+read_usage / write_usage; its request latency is `volume.request_latency_s(bs,
+write)` when it has one, else that of the drives it is built from.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from models import hdd as hdd_model
+from models import ssd as ssd_model
+from models.hdd import HDDSpec
+from models.links import link_payload_Bps
+from models.units import Bytes, Seconds
+from simulator.flows import Constraint
+from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+
+Rw = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]
+IoEngine = Literal["libaio", "io_uring", "posixaio", "sync", "psync", "pvsync", "pvsync2"]
+SYNC_ENGINES = ("sync", "psync", "pvsync", "pvsync2")
+FILL_SEGMENT = 0.01  # share of the volume capacity written per segment (fill state re-read between)
+_MIN_PIECE = 4096.0  # a striped request is split into pieces of at least one 4 KiB page
+
+
+class FioParams(BaseModel):
+    """One fio job (options named as in fio; `iowatt run --fio JOBFILE` reads a job file into this)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["fio"] = "fio"
+    name: str = Field(default="fio", description="job name (fio's [section])")
+    rw: Rw = Field(default="read", description="fio rw: read, write, randread, randwrite, rw/readwrite, randrw")
+    bs: Bytes = Field(default=4096, ge=512, description="block size, e.g. 128k (fio's default 4k)")
+    iodepth: int = Field(default=1, ge=1, le=65536, description="outstanding requests per job (async engines)")
+    numjobs: int = Field(default=1, ge=1, le=4096, description="jobs running in parallel, each with its own iodepth")
+    size: Bytes | None = Field(default=None, gt=0, description="bytes per job (default: the whole volume)")
+    io_size: Bytes | None = Field(default=None, gt=0, description="bytes of I/O per job, looping over `size` (fio's io_size)")
+    direct: bool = Field(default=True, description="O_DIRECT; only direct=1 is modelled (no page cache)")
+    runtime: Seconds | None = Field(default=None, gt=0, description="stop after this long (fio's runtime)")
+    time_based: bool = Field(default=False, description="run for `runtime` even when `size` is done (loops over the file)")
+    rwmixread: float = Field(default=50.0, ge=0, le=100, description="percent of I/Os that are reads in rw/randrw")
+    ioengine: IoEngine = Field(default="libaio", description="sync engines keep one request outstanding per job")
+    overwrite: bool = Field(default=False, description="writes replace data already on the drive (steady-state GC)")
+    norandommap: bool = Field(default=False, description="random offsets drawn with replacement (blocks can repeat)")
+    filename: str | None = Field(default=None, description="target as in the job file (informational: the volume is the target)")
+    percentile_list: list[float] = Field(
+        default_factory=lambda: [50.0, 90.0, 99.0, 99.9], description="clat percentiles to report (0 < p < 100)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> FioParams:
+        if not self.direct:
+            raise ValueError(
+                "direct: only direct=1 (O_DIRECT) is modelled; buffered I/O goes through the page cache, found direct=0"
+            )
+        if self.time_based and self.runtime is None:
+            raise ValueError("time_based: needs a runtime, found none")
+        for p in self.percentile_list:
+            if not 0.0 < p < 100.0:
+                raise ValueError(f"percentile_list: expected percentiles in (0, 100), found {p!r}")
+        return self
+
+    @property
+    def outstanding_per_job(self) -> int:
+        return 1 if self.ioengine in SYNC_ENGINES else self.iodepth
+
+    @property
+    def read_share(self) -> float:
+        if self.rw in ("read", "randread"):
+            return 1.0
+        if self.rw in ("write", "randwrite"):
+            return 0.0
+        return self.rwmixread / 100.0
+
+    @property
+    def pattern(self) -> Literal["seq", "rand"]:
+        return "rand" if self.rw.startswith("rand") else "seq"
+
+
+# ---------------------------------------------------------------------------- volume access
+
+
+def plain_drives(volume: Any) -> list[Any] | None:
+    """Drives of a plain striped volume (RAID 0 / one drive), or None for volumes that route I/O themselves."""
+    drives = getattr(volume, "drives", None)
+    if type(volume).__name__ != "VolumeRuntime" or not drives:
+        return None
+    return list(drives)
+
+
+def reachable_drives(volume: Any) -> list[Any]:
+    """Every drive runtime under a volume of any kind (arrays, nodes of a cluster), for hints and reports."""
+    found: list[Any] = []
+    stack = [volume]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if hasattr(node, "spec") and hasattr(node, "write_usage") and node is not volume:
+            found.append(node)
+            continue
+        for attr in ("drives", "members", "volumes", "nodes", "targets"):
+            children = getattr(node, attr, None)
+            if isinstance(children, list | tuple):
+                stack.extend(children)
+    return found
+
+
+def _is_hdd(drive: Any) -> bool:
+    return isinstance(getattr(drive, "spec", None), HDDSpec)
+
+
+def _piece(block_bytes: float, n: int) -> float:
+    return block_bytes if n == 1 else max(block_bytes / n, _MIN_PIECE)
+
+
+def drive_latency_s(drive: Any, block_bytes: float, pattern: str, write: bool) -> float:
+    """Unloaded (QD1) latency of one request on one drive."""
+    spec = drive.spec
+    if isinstance(spec, HDDSpec):
+        span = getattr(drive, "span_fraction", 1.0)
+        if pattern == "seq":
+            rate = min(hdd_model.media_rate_Bps(spec, span), link_payload_Bps(spec.link))
+            return spec.command_overhead_ms / 1e3 + block_bytes / rate
+        return float(hdd_model.random_service_seconds(spec, block_bytes, 1, span, write))
+    return ssd_model.unloaded_latency_s(spec, block_bytes, write)
+
+
+def volume_latency_s(volume: Any, block_bytes: float, pattern: str, write: bool) -> tuple[float, str]:
+    """(QD1 latency of one request, where it came from)."""
+    own = getattr(volume, "request_latency_s", None)
+    if callable(own):
+        return float(own(block_bytes, write)), "volume.request_latency_s"
+    drives = plain_drives(volume) or reachable_drives(volume)
+    if not drives:
+        return 0.0, "none (bandwidth ceiling only)"
+    piece = _piece(block_bytes, len(drives)) if plain_drives(volume) else block_bytes
+    return max(drive_latency_s(d, piece, pattern, write) for d in drives), "drives (QD1 latency, slowest piece)"
+
+
+def _set_hints(drives: list[Any], pattern: str, queue_depth: int, overwrite: bool) -> None:
+    for d in drives:
+        if _is_hdd(d):
+            d.access = "random" if pattern == "rand" else "sequential"
+            d.queue_depth = max(1, int(queue_depth))
+        else:
+            d.write_pattern = pattern
+            d.write_overwrite = overwrite
+
+
+def job_usage(volume: Any, params: FioParams, overwrite_share: float) -> list[tuple[Constraint, float]]:
+    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix)."""
+    bs, pattern, rs = params.bs, params.pattern, params.read_share
+    queue = params.outstanding_per_job * params.numjobs
+    drives = plain_drives(volume)
+    usage: list[tuple[Constraint, float]] = []
+    if drives is not None:
+        n = len(drives)
+        piece, share = _piece(bs, n), 1.0 / n
+        for d in drives:
+            if _is_hdd(d):
+                access = "random" if pattern == "rand" else "sequential"
+                if rs > 0:
+                    usage += [(c, k * rs) for c, k in d.read_usage(piece, share, access=access, queue_depth=queue)]
+                if rs < 1:
+                    usage += [(c, k * (1 - rs)) for c, k in d.write_usage(piece, share, access=access, queue_depth=queue)]
+                continue
+            if rs > 0:
+                usage += [(c, k * rs) for c, k in d.read_usage(piece, share, pattern=pattern)]
+            if rs < 1:
+                for ov, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
+                    if part > 0:
+                        w = (1 - rs) * part
+                        usage += [(c, k * w) for c, k in d.write_usage(piece, share, pattern=pattern, overwrite=ov)]
+        return usage
+    under = reachable_drives(volume)
+    if rs > 0:
+        _set_hints(under, pattern, queue, False)
+        usage += [(c, k * rs) for c, k in volume.read_usage(bs)]
+    if rs < 1:
+        for ov, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
+            if part > 0:
+                _set_hints(under, pattern, queue, ov)
+                usage += [(c, k * (1 - rs) * part) for c, k in volume.write_usage(bs)]
+        _set_hints(under, pattern, queue, False)
+    return usage
+
+
+# ---------------------------------------------------------------------------- latency distribution
+
+
+def gamma_percentiles_s(mean_s: float, shape: float, percentiles: list[float]) -> dict[float, float]:
+    """Percentiles of a Gamma(shape, mean/shape) latency (see the module docstring)."""
+    from scipy.special import gammaincinv
+
+    return {p: float(gammaincinv(shape, p / 100.0)) * mean_s / shape for p in percentiles}
+
+
+def _pct_name(p: float) -> str:
+    text = f"{p:g}".replace(".", "_")
+    return f"p{text}"
+
+
+# ---------------------------------------------------------------------------- run
+
+
+def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
+    env, engine, system = ctx.env, ctx.engine, ctx.system
+    volume = system.volume
+    capacity = float(volume.capacity_bytes)
+    size_job = params.size if params.size is not None else capacity
+    if params.size is not None and params.size * (1 if params.filename else params.numjobs) > capacity * (1 + 1e-9):
+        total = params.size * params.numjobs
+        raise WorkloadConfigError(
+            f"workload.size: {params.numjobs} job(s) x {params.size / 1e9:g} GB = {total / 1e9:g} GB does not fit "
+            f"on the volume's {capacity / 1e9:g} GB (give `filename` to share one file/device among the jobs)"
+        )
+    bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
+    n_out = d * params.numjobs
+    for x in plain_drives(volume) or reachable_drives(volume):
+        if _is_hdd(x):
+            # the job's file: `size` per job (one shared file when a filename is given)
+            x.data_span = min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity)
+    _set_hints(reachable_drives(volume), params.pattern, n_out, params.overwrite)
+    lat_r, source = volume_latency_s(volume, bs, params.pattern, False)
+    lat_w, _ = volume_latency_s(volume, bs, params.pattern, True)
+    l0 = rs * lat_r + (1 - rs) * lat_w
+    bound = d * bs / l0 if l0 > 0 else None
+    # a device holds at most its queue limit (SATA NCQ: 32); the rest wait in the host queue
+    # (a plain striped volume spreads every request over all its drives, so the smallest limit holds;
+    # arrays with a stripe unit send each request to one drive, so the limits add up)
+    limits = [ssd_model.device_queue_limit(x.spec.interface) for x in plain_drives(volume) or reachable_drives(volume)]
+    if bound is not None and limits and None not in limits:
+        known = [q for q in limits if q is not None]
+        in_devices = min(known) if plain_drives(volume) else sum(known)
+        bound *= min(1.0, in_devices / n_out)
+    deadline = params.runtime
+    if params.time_based:
+        assert deadline is not None
+        per_job_amount = bound * deadline * 1.01 + bs if bound is not None else 1e18
+    else:
+        per_job_amount = params.io_size if params.io_size is not None else size_job
+    gate = engine.constraint(f"fio.{params.name}.gate", math.inf)
+    stop = env.event()
+    flows: list[list[Any]] = [[] for _ in range(params.numjobs)]
+    job_end = [0.0] * params.numjobs
+    written = [0.0] * params.numjobs    # host bytes each job has written (all segments started)
+    ssd_drives = [x for x in (plain_drives(volume) or reachable_drives(volume)) if not _is_hdd(x)]
+    fill_trace: list[tuple[float, float, float]] = []  # (time, mean fill of the SSDs, bytes written so far)
+
+    def mean_fill() -> float:
+        return sum(x.fill for x in ssd_drives) / len(ssd_drives) if ssd_drives else 0.0
+
+    def overwrite_share(j: int) -> float:
+        if rs >= 1.0:
+            return 0.0
+        # jobs given one `filename` share one file: its coverage grows with what all of them wrote
+        mine = sum(written) if params.filename else written[j]
+        if params.overwrite:
+            return 1.0  # the file exists already
+        if params.pattern == "rand" and params.norandommap:
+            return 1.0 - math.exp(-mine / size_job)
+        return 1.0 if mine >= size_job * (1 - 1e-9) else 0.0  # a later pass over the file overwrites it
+
+    def job(j: int):
+        remaining = per_job_amount
+        segment = math.inf if rs >= 1.0 else max(bs, FILL_SEGMENT * capacity / (1 - rs))
+        while remaining > bs * 1e-9 and not stop.triggered:
+            amount = min(remaining, segment)
+            usage = [*job_usage(volume, params, overwrite_share(j)), (gate, 1.0)]
+            flow = engine.start(f"fio.{params.name}.job{j}", amount, usage, max_rate=bound)
+            flows[j].append(flow)
+            written[j] += amount * (1 - rs)
+            yield flow.done | stop
+            if flow.done.triggered:
+                remaining -= amount
+                job_end[j] = env.now
+                if rs < 1.0:
+                    engine.finish()
+                    fill_trace.append((env.now, mean_fill(), sum(f.delivered for fl in flows for f in fl) * (1 - rs)))
+
+    fill_trace.append((0.0, mean_fill(), 0.0))
+    start = env.now
+    jobs = [env.process(job(j)) for j in range(params.numjobs)]
+    finished = env.all_of(jobs)
+
+    def control():
+        if deadline is None:
+            yield finished
+            return
+        yield finished | env.timeout(deadline)
+        if not finished.triggered:
+            # runtime reached: the gate stops every job's flow now (fio stops at runtime)
+            engine.set_capacity(gate, 0.0)
+            stop.succeed()
+
+    env.run(until=env.process(control()))
+    engine.finish()
+    end = env.now
+    elapsed_job = [(end if stop.triggered else job_end[j]) - start for j in range(params.numjobs)]
+    moved = [sum(f.delivered for f in fl) for fl in flows]
+    return _outcome(ctx, params, moved, elapsed_job, lat_r, lat_w, l0, source, fill_trace, flows, capacity, ssd_drives)
+
+
+def _utilisation(flows: list[list[Any]], elapsed: float) -> float:
+    loads: dict[Constraint, float] = {}
+    for fl in flows:
+        for f in fl:
+            if elapsed <= 0 or f.delivered <= 0:
+                continue
+            rate = f.delivered / elapsed
+            for c, k in f.usage.items():
+                loads[c] = loads.get(c, 0.0) + k * rate
+    u = 0.0
+    for c, load in loads.items():
+        if 0.0 < c.capacity < math.inf:
+            u = max(u, load / c.capacity)
+    return min(1.0, u)
+
+
+def _outcome(
+    ctx: RunContext,
+    params: FioParams,
+    moved: list[float],
+    elapsed_job: list[float],
+    lat_r: float,
+    lat_w: float,
+    l0: float,
+    source: str,
+    fill_trace: list[tuple[float, float, float]],
+    flows: list[list[Any]],
+    capacity: float,
+    ssd_drives: list[Any],
+) -> WorkloadOutcome:
+    bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
+    runtime = max(elapsed_job) if elapsed_job else 0.0
+    total = sum(moved)
+    metrics: dict[str, float] = {}
+    if runtime <= 0 or total <= 0:
+        raise WorkloadConfigError("workload: the job moved no data (size or runtime too small)")
+    # Little's law per job: mean latency = outstanding / the job's IOPS
+    job_lat = [d * bs * t / m for m, t in zip(moved, elapsed_job, strict=True) if m > 0 and t > 0]
+    mean_lat = sum(job_lat) / len(job_lat)
+    n_out = d * params.numjobs
+    shape = max(1.0, n_out * _utilisation(flows, runtime))
+    metrics["bw_bytes"] = total / runtime
+    metrics["iops"] = total / runtime / bs
+    metrics["job_runtime_seconds"] = runtime
+    metrics["outstanding_ios"] = float(n_out)
+    metrics["unloaded_latency_us"] = l0 * 1e6
+    metrics["latency_shape_k"] = shape
+    for direction, share, lat_dir in (("read", rs, lat_r), ("write", 1 - rs, lat_w)):
+        if share <= 0:
+            continue
+        io_bytes = total * share
+        mean = mean_lat * lat_dir / l0 if l0 > 0 else mean_lat
+        metrics[f"{direction}_io_bytes"] = io_bytes
+        metrics[f"{direction}_bw_bytes"] = io_bytes / runtime
+        metrics[f"{direction}_bw_MBps"] = io_bytes / runtime / 1e6
+        metrics[f"{direction}_iops"] = io_bytes / runtime / bs
+        metrics[f"{direction}_clat_mean_us"] = mean * 1e6
+        metrics[f"{direction}_lat_mean_us"] = mean * 1e6  # libaio submission latency is not modelled (slat 0)
+        for p, value in gamma_percentiles_s(mean, shape, params.percentile_list).items():
+            metrics[f"{direction}_clat_{_pct_name(p)}_us"] = value * 1e6
+    storage_J = sum(m.energy_J for m in ctx.engine.meters.values() if m.group == "storage")
+    ios = total / bs
+    metrics["storage_energy_per_io_uJ"] = storage_J / ios * 1e6
+    metrics["storage_energy_per_GB_J"] = storage_J / (total / 1e9)
+    detail: dict[str, Any] = {
+        "latency_source": source,
+        "latency_distribution": f"Gamma(shape k={shape:.3g}, mean = Little's-law mean); see simulator/workloads/fio.py",
+        "job_bytes": moved,
+        "job_runtime_seconds": elapsed_job,
+    }
+    if rs < 1.0 and ssd_drives:
+        deciles = _deciles(fill_trace)
+        detail["fill_write_GBps_by_decile"] = deciles
+        detail["fill_trace"] = [{"time_s": t, "fill": f, "written_GB": w / 1e9} for t, f, w in fill_trace]
+        for i, v in enumerate(deciles):
+            if v is not None:
+                metrics[f"fill_write_GBps_decile{i}"] = v
+    reports = [x.report() for x in ssd_drives if hasattr(x, "report")]
+    if reports:
+        detail["drives"] = reports
+        host = sum(r["host_bytes_written"] for r in reports)
+        nand_b = sum(r["nand_bytes_written"] for r in reports)
+        if host > 0:
+            metrics["nand_bytes_written"] = nand_b
+            metrics["write_amplification_mean"] = nand_b / host
+            metrics["drive_writes_per_day"] = sum(r["dwpd_at_rate"] for r in reports) / len(reports)
+            years = [r["years_to_rated_endurance"] for r in reports if "years_to_rated_endurance" in r]
+            if years:
+                metrics["endurance_years_left"] = min(years)
+        metrics["fill_end"] = sum(r["fill_end"] for r in reports) / len(reports)
+    return WorkloadOutcome(metrics, detail)
+
+
+def _deciles(trace: list[tuple[float, float, float]]) -> list[float | None]:
+    """Host write rate (GB/s) while the mean fill was in each tenth of the capacity."""
+    seconds = [0.0] * 10
+    written = [0.0] * 10
+    for (t0, f0, w0), (t1, f1, w1) in itertools.pairwise(trace):
+        if t1 <= t0:
+            continue
+        k = min(9, int((f0 + f1) / 2 * 10))
+        seconds[k] += t1 - t0
+        written[k] += w1 - w0
+    return [w / s / 1e9 if s > 0 else None for w, s in zip(written, seconds, strict=True)]
+
+
+WORKLOAD = Workload(kind="fio", params=FioParams, run=run)

@@ -1,0 +1,154 @@
+"""The fit: recovers parameters it generated data with (the oracle), with honest Jacobian uncertainties.
+
+Synthetic jobs are the quick plan's, measured = law(true parameters) x
+lognormal noise of a known relative spread.  The fitted values must land
+within 3 standard errors of the truth (the Jacobian uncertainty must cover it: 4 sd always, 2 sd about 95 % of the time),
+the right queue law must win, and parameters no job depends on must keep the
+base value and say so.  The calibration law must be models.ssd's own law
+(the simulator's), which the identity test checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibration import fit
+from calibration.model import FIELDS, Job, predict, service_and_latency
+from calibration.plan import quick
+from models import catalog
+from models import ssd as ssd_model
+
+BASE = catalog.lookup("ssd", "micron-7450-pro").spec
+# a virtual disk like this project's VM (values near what its bundles fit)
+TRUTH = {"seq_read_MBps": 950.0, "rand_read_iops": 60000.0, "read_latency_us": 70.0, "seq_write_MBps": 2800.0, "write_latency_us": 110.0}
+
+
+def plan_jobs() -> list[Job]:
+    return [Job(j.id, j.rw, float(j.bs), j.iodepth, j.numjobs, j.read_fraction) for j in quick().jobs]
+
+
+def synthetic(truth: dict[str, float], law: str, noise: float, seed: int, jobs: list[Job] | None = None) -> list[Job]:
+    rng = np.random.default_rng(seed)
+    spec = BASE.model_copy(update=truth)
+    out = []
+    for job in jobs or plan_jobs():
+        bw = predict(spec, job, law)["bw_Bps"] * math.exp(rng.normal(0.0, noise))  # type: ignore[arg-type]
+        f = job.read_fraction
+        out.append(Job(job.id, job.rw, job.bs, job.iodepth, job.numjobs, f, bw_Bps=bw, spread=noise, runs=3, read_bw_Bps=bw * f, write_bw_Bps=bw * (1 - f)))
+    return out
+
+
+@pytest.mark.parametrize("law", ["balanced", "parallel"])
+def test_noise_free_data_recovers_the_parameters_exactly(law: str):
+    result = fit.fit(synthetic(TRUTH, law, 0.0, 0), BASE)
+    assert result.law == law
+    for name in result.informed:
+        assert result.values[name] == pytest.approx(TRUTH[name], rel=2e-3), name
+    assert max(abs(r["error_pct"]) for r in result.residuals) < 0.1
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), noise=st.sampled_from([0.03, 0.06, 0.10]))
+def test_noisy_data_truth_within_four_standard_errors(seed: int, noise: float):
+    result = fit.fit(synthetic(TRUTH, "balanced", noise, seed), BASE, laws=("balanced",), loss="linear")
+    assert set(result.informed) == set(TRUTH)
+    for name in result.informed:
+        deviation = abs(math.log(result.values[name] / TRUTH[name]))  # log-space error = relative error
+        assert deviation <= 4.0 * result.rel_stderr[name] + 1e-3, (name, result.values[name], result.rel_stderr[name])  # P(> 4 sd) ~ 6e-5
+    # the residual scale estimates the noise it was made with (chi-square with ~20 dof: within a factor 2)
+    job = synthetic(TRUTH, "balanced", noise, seed)[0]
+    assert 0.5 < result.s * fit.sigma(job, noise) / noise < 2.0
+
+
+def test_uncertainty_coverage_is_about_nominal():
+    """Over 20 noisy data sets, +/- 2 standard errors must cover the truth ~95 % of the time (accept 80 %+)."""
+    hits = total = 0
+    for seed in range(20):
+        result = fit.fit(synthetic(TRUTH, "balanced", 0.08, 1000 + seed), BASE, laws=("balanced",), loss="linear")
+        for name in result.informed:
+            total += 1
+            hits += abs(math.log(result.values[name] / TRUTH[name])) <= 2.0 * result.rel_stderr[name]
+    assert hits / total >= 0.80
+
+
+def test_read_only_bundle_leaves_write_fields_at_the_base_and_says_why():
+    reads = [j for j in synthetic(TRUTH, "balanced", 0.02, 3) if j.read_fraction == 1.0]
+    result = fit.fit(reads, BASE)
+    for name in FIELDS["write"]:
+        assert result.values[name] == getattr(BASE, name)
+        assert "no write jobs" in result.not_informed[name]
+    assert "rand_write_iops" in result.not_informed
+
+
+def test_a_parameter_no_job_depends_on_is_dropped():
+    # only large sequential reads at QD1: rand_read_iops is invisible (the 4 KiB point of the law is never used)
+    jobs = [Job(f"r{b}", "read", float(b), 1, 1, 1.0) for b in (1 << 20, 2 << 20, 4 << 20)]
+    truth = dict(TRUTH, rand_read_iops=1e6)  # so high the two-point law is bandwidth-bound everywhere: no command cost
+    data = synthetic(truth, "balanced", 0.0, 0, jobs)
+    result = fit.fit(data, BASE, laws=("balanced",))
+    assert "rand_read_iops" in result.not_informed
+
+
+def test_too_few_jobs_is_a_clear_error():
+    with pytest.raises(fit.FitError, match="cannot determine"):
+        fit.fit(synthetic(TRUTH, "balanced", 0.0, 0)[:2], BASE)  # two read jobs, three read parameters
+    with pytest.raises(fit.FitError, match="no jobs"):
+        fit.fit([], BASE)
+
+
+def test_noisy_jobs_weigh_less():
+    pooled = 0.1
+    quiet = Job("a", "randread", 4096, 1, 1, 1.0, bw_Bps=1.0, spread=0.01, runs=3)
+    loud = Job("b", "randread", 4096, 1, 1, 1.0, bw_Bps=1.0, spread=0.40, runs=3)
+    assert fit.sigma(quiet, pooled) < fit.sigma(loud, pooled)
+    # two runs that agree by luck are pulled toward the pool, never below the floor
+    assert fit.sigma(quiet, pooled) > 0.05 and fit.sigma(Job("c", "read", 4096, 1, 1, 1.0, spread=0.0, runs=2), 0.0) == fit.SPREAD_FLOOR
+
+
+def test_holdout_keeps_every_stratum_in_training():
+    jobs = synthetic(TRUTH, "balanced", 0.0, 0)
+    for seed in range(10):
+        training, held = fit.split_holdout(jobs, 0.5, seed)
+        assert {j.id for j in training}.isdisjoint(j.id for j in held)
+        assert len(training) + len(held) == len(jobs)
+        assert {fit.stratum(j) for j in training} == {fit.stratum(j) for j in jobs}
+        assert len(held) >= len(jobs) * 0.4
+    with pytest.raises(fit.FitError, match=r"\[0, 1\)"):
+        fit.split_holdout(jobs, 1.0, 0)
+
+
+def test_parallel_law_is_the_simulators_closed_loop():
+    """Oracle: models.ssd.closed_loop, the law the simulator's flows use, for catalog drives."""
+    for entry in catalog.entries("ssd")[:6]:
+        for job in plan_jobs():
+            expected, _ = ssd_model.closed_loop(entry.spec, job.bs, job.inflight, job.read_fraction, job.pattern, overwrite=False, fill=0.0)
+            assert predict(entry.spec, job, "parallel")["bw_Bps"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_balanced_law_is_the_exact_balanced_network_solution():
+    """Oracle: a closed network of K equal stations of demand D has X(N) = N / ((K + N - 1) D) (Lazowska et al. 1984, ch. 5)."""
+    spec = BASE.model_copy(update=TRUTH)
+    job = Job("x", "randread", 4096.0, 1, 1, 1.0)
+    d, l0 = service_and_latency(spec, job)
+    k = l0 / d
+    for n in (1, 2, 7, 64, 1000):
+        trial = Job("x", "randread", 4096.0, n, 1, 1.0)
+        assert predict(spec, trial, "balanced")["iops"] == pytest.approx(n / ((k + n - 1) * d), rel=1e-12)
+    # both laws share the asymptotes: QD1 = 1 / L0, deep queues -> 1 / D
+    assert predict(spec, job, "balanced")["iops"] == pytest.approx(predict(spec, job, "parallel")["iops"])
+    deep = Job("x", "randread", 4096.0, 10**6, 1, 1.0)
+    assert predict(spec, deep, "balanced")["iops"] == pytest.approx(1.0 / d, rel=1e-3)
+
+
+def test_mixed_job_uses_both_directions():
+    spec = BASE.model_copy(update=TRUTH)
+    mix = Job("m", "randrw", 16384.0, 8, 1, 0.7)
+    reads = Job("r", "randread", 16384.0, 8, 1, 1.0)
+    writes = Job("w", "randwrite", 16384.0, 8, 1, 0.0)
+    rates = sorted(predict(spec, j, "balanced")["bw_Bps"] for j in (reads, writes))
+    assert rates[0] <= predict(spec, mix, "balanced")["bw_Bps"] <= rates[1]

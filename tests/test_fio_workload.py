@@ -1,0 +1,272 @@
+"""fio workload: fio's identities, the closed-loop law against a per-I/O simulation, fill, power states, job files."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import pytest
+import simpy
+from typer.testing import CliRunner
+
+from iowatt.cli import app
+from models import catalog, nand, ssd
+from scenarios.fiojob import parse_fio_size, parse_job_file
+from scenarios.loader import ScenarioError, load
+from scenarios.run import run_scenario
+
+KiB = 1024
+LIB = Path(__file__).resolve().parents[1] / "scenarios" / "library"
+
+
+def fio(device: str | dict, **workload: object) -> dict[str, float]:
+    storage = {"device": device}
+    for key in ("power_state", "fill", "count"):
+        if key in workload:
+            storage[key] = workload.pop(key)
+    data = {"system": {"storage": storage}, "workload": {"kind": "fio", **workload}}
+    document, _ = run_scenario(load(data))
+    return document["metrics"]
+
+
+# ---------------------------------------------------------------- closed loop
+
+
+def test_qd1_latency_bound_job_runs_at_the_unloaded_latency() -> None:
+    """Not ceiling-bound: IOPS = N / L0 and iops x lat = iodepth x numjobs (fio's identity)."""
+    spec = catalog.spec_from("ssd", "micron-9200-pro")
+    m = fio("micron-9200-pro", rw="randread", bs="4k", iodepth=1, size="1 GiB")
+    l0 = ssd.unloaded_latency_s(spec, 4 * KiB, False)
+    assert m["read_clat_mean_us"] == pytest.approx(l0 * 1e6, rel=1e-6)
+    assert m["read_iops"] == pytest.approx(1 / l0, rel=1e-6)
+    assert m["read_iops"] * m["read_clat_mean_us"] * 1e-6 == pytest.approx(1.0, rel=1e-9)
+    assert m["read_bw_bytes"] == pytest.approx(m["read_iops"] * 4096, rel=1e-9)
+    assert m["job_runtime_seconds"] == pytest.approx(2**30 / m["read_bw_bytes"], rel=1e-6)
+
+
+def test_ceiling_bound_job_runs_at_the_block_size_law() -> None:
+    spec = catalog.spec_from("ssd", "micron-9200-pro")
+    m = fio("micron-9200-pro", rw="randread", bs="4k", iodepth=256, numjobs=4, runtime=2, time_based=True)
+    assert m["read_bw_bytes"] == pytest.approx(ssd.read_throughput_Bps(spec, 4 * KiB), rel=1e-6)
+    assert m["read_iops"] * m["read_clat_mean_us"] * 1e-6 == pytest.approx(1024, rel=1e-6)
+    assert m["simulated_seconds"] == pytest.approx(2.0)
+
+
+def test_numjobs_and_iodepth_are_interchangeable_at_the_ceiling() -> None:
+    a = fio("micron-5210-ion", rw="randread", bs="128k", iodepth=32, runtime=1, time_based=True)
+    b = fio("micron-5210-ion", rw="randread", bs="128k", iodepth=8, numjobs=4, runtime=1, time_based=True)
+    assert a["read_bw_bytes"] == pytest.approx(b["read_bw_bytes"], rel=1e-9)
+    assert a["read_clat_mean_us"] == pytest.approx(b["read_clat_mean_us"], rel=1e-9)
+
+
+def test_sync_engine_keeps_one_request_per_job() -> None:
+    a = fio("micron-9200-pro", rw="randread", bs="4k", iodepth=32, ioengine="psync", size="256 MiB")
+    b = fio("micron-9200-pro", rw="randread", bs="4k", iodepth=1, size="256 MiB")
+    assert a["read_iops"] == pytest.approx(b["read_iops"], rel=1e-9)
+    assert a["outstanding_ios"] == 1
+
+
+def per_io_closed_loop(n: int, delay_s: float, service_s: float, requests: int = 4000) -> float:
+    """Per-I/O SimPy oracle: n requests in a closed loop, each a fixed delay then a FIFO server (deterministic)."""
+    env = simpy.Environment()
+    server = simpy.Resource(env, capacity=1)
+    done = [0]
+
+    def client():
+        while done[0] < requests:
+            yield env.timeout(delay_s)
+            with server.request() as req:
+                yield req
+                yield env.timeout(service_s)
+            done[0] += 1
+
+    for _ in range(n):
+        env.process(client())
+    env.run()
+    return done[0] / env.now
+
+
+@pytest.mark.parametrize("qd", [1, 2, 4, 8, 32])
+def test_fluid_closed_loop_matches_a_per_io_simulation(qd: int) -> None:
+    """With deterministic times a closed loop sits exactly on its asymptotic bounds min(N / L0, 1 / S)."""
+    spec = catalog.spec_from("ssd", "micron-5210-ion")
+    b = 128 * KiB
+    service = b / ssd.read_throughput_Bps(spec, b)
+    l0 = ssd.unloaded_latency_s(spec, b, False)
+    m = fio("micron-5210-ion", rw="randread", bs="128k", iodepth=qd, runtime=5, time_based=True)
+    oracle = per_io_closed_loop(qd, l0 - service, service)
+    assert m["read_iops"] == pytest.approx(oracle, rel=0.01)
+
+
+def test_mixed_job_keeps_fio_mix_and_littles_law() -> None:
+    m = fio("micron-6550-ion", rw="randrw", rwmixread=70, bs="16k", iodepth=64, runtime=2, time_based=True, fill=0.8)
+    assert m["read_iops"] / m["write_iops"] == pytest.approx(70 / 30, rel=1e-9)
+    total = m["read_iops"] + m["write_iops"]
+    mean = (m["read_iops"] * m["read_clat_mean_us"] + m["write_iops"] * m["write_clat_mean_us"]) / total
+    assert total * mean * 1e-6 == pytest.approx(64, rel=1e-6)
+    spec = catalog.spec_from("ssd", "micron-6550-ion")
+    ceiling = 1 / ssd.mixed_seconds_per_byte(spec, 16 * KiB, 0.7, "rand", True, 0.8)
+    assert m["bw_bytes"] <= ceiling * (1 + 1e-9)
+
+
+def test_percentiles_follow_the_stated_gamma_assumption() -> None:
+    from scipy.stats import gamma
+
+    m = fio("micron-9200-pro", rw="randread", bs="128k", iodepth=32, runtime=1, time_based=True)
+    k, mean = m["latency_shape_k"], m["read_clat_mean_us"]
+    assert k == pytest.approx(32)  # saturated: Erlang-32
+    assert m["read_clat_p99_us"] == pytest.approx(gamma.ppf(0.99, k, scale=mean / k), rel=1e-6)
+    assert m["read_clat_p50_us"] < mean < m["read_clat_p99_us"]
+
+
+def test_hdd_through_fio_gains_from_queue_depth_and_obeys_littles_law() -> None:
+    one = fio("hdd-7200rpm-sas-8tb", rw="randread", bs="128k", iodepth=1, size="100G", runtime=30, time_based=True)
+    deep = fio("hdd-7200rpm-sas-8tb", rw="randread", bs="128k", iodepth=32, size="100G", runtime=30, time_based=True)
+    assert deep["read_iops"] > 2 * one["read_iops"]
+    assert deep["read_iops"] * deep["read_clat_mean_us"] * 1e-6 == pytest.approx(32, rel=1e-6)
+    seq = fio("hdd-7200rpm-sas-8tb", rw="read", bs="1m", iodepth=4, runtime=30, time_based=True)
+    # streaming over the whole disk: the zoned mean media rate, OD x (1 + ID/OD) / 2
+    spec = catalog.spec_from("hdd", "hdd-7200rpm-sas-8tb")
+    assert seq["read_bw_bytes"] == pytest.approx(spec.outer_transfer_MBps * 1e6 * (1 + spec.inner_outer_ratio) / 2, rel=1e-6)
+
+
+# ---------------------------------------------------------------- fill and endurance
+
+
+def test_p5336_fill_follows_the_fob_then_greedy_wa_law() -> None:
+    document, _ = run_scenario(load(LIB / "micron6550_vs_p5336" / "fill_p5336.yaml"))
+    deciles = document["fio"]["fill_write_GBps_by_decile"]
+    spec = catalog.spec_from("ssd", "solidigm-d5-p5336")
+    b = 16 * KiB
+    fob = 1 / ssd.write_seconds_per_byte(spec, b, "rand", False, 0.0)
+    # GC starts when NAND written = C (1 + op); with replacement that is fill 1 - exp(-(1 + op)) (~67 %)
+    onset = 1 - math.exp(-(1 + spec.over_provisioning))
+    print("\nP5336 16K random fill, GB/s by fill decile:", [round(x, 3) for x in deciles], f"(GC onset at fill {onset:.2f})")
+    for i in range(int(onset * 10)):
+        assert deciles[i] == pytest.approx(fob / 1e9, rel=1e-6)
+    later = deciles[int(onset * 10):]
+    assert all(b2 < a2 for a2, b2 in itertools.pairwise(later))
+    # last decile (fill 0.9..0.955): host rate = 1 / (t_fe / b + WA(fill) / X_w) with the greedy WA in between
+    lo = 1 / ssd.write_seconds_per_byte(spec, b, "rand", True, 0.9)
+    hi = 1 / ssd.write_seconds_per_byte(spec, b, "rand", True, 0.955)
+    assert hi / 1e9 * 0.999 <= deciles[9] <= lo / 1e9 * 1.001
+    m = document["metrics"]
+    assert m["fill_end"] == pytest.approx(1 - math.exp(-3), abs=0.01)
+    assert m["write_amplification_mean"] == pytest.approx(m["nand_bytes_written"] / m["write_io_bytes"], rel=1e-9)
+    years = nand.endurance(spec.capacity_bytes, m["write_io_bytes"], m["nand_bytes_written"], m["simulated_seconds"], spec.endurance_dwpd, 5)
+    assert m["endurance_years_left"] == pytest.approx(years["years_to_rated_endurance"], rel=1e-9)
+
+
+def test_sequential_fill_without_slc_is_flat_and_wa_one() -> None:
+    m = fio("solidigm-d5-p5336", rw="write", bs="128k", iodepth=32, size="6 TB", filename="/dev/nvme0n1")
+    assert m["write_amplification_mean"] == pytest.approx(1.0)
+    assert m["write_bw_bytes"] == pytest.approx(3.3e9, rel=1e-6)
+
+
+# ---------------------------------------------------------------- power states
+
+
+def test_6550_power_states_cap_throughput_and_power() -> None:
+    """PS0 (25 W) and PS1 (20 W) do not bind a 128K read (17.5 W measured at full speed, S08); PS3 (16 W) does:
+    the drive slows until idle + dynamic power = 16 W."""
+    runs = {ps: fio("micron-6550-ion", rw="read", bs="128k", iodepth=32, runtime=10, time_based=True, power_state=ps) for ps in ("PS0", "PS1", "PS3", "PS7")}
+    print("\n6550 ION 128K read by power state:", {k: (round(v["read_bw_MBps"]), round(v["ssd_mean_power_W"], 2)) for k, v in runs.items()})
+    assert runs["PS0"]["read_bw_bytes"] == pytest.approx(12e9, rel=1e-6)
+    assert runs["PS1"]["read_bw_bytes"] == pytest.approx(12e9, rel=1e-6)
+    spec = catalog.spec_from("ssd", "micron-6550-ion")
+    for ps, cap in (("PS3", 16.0), ("PS7", 10.0)):
+        assert runs[ps]["ssd_mean_power_W"] == pytest.approx(cap, rel=1e-6)
+        scale = ssd.power_cap_scale(spec, int(ps[2:]), 12e9, 0, 128 * KiB)
+        assert runs[ps]["read_bw_bytes"] == pytest.approx(12e9 * scale, rel=1e-6)
+    assert runs["PS7"]["read_bw_bytes"] < runs["PS3"]["read_bw_bytes"] < runs["PS1"]["read_bw_bytes"]
+
+
+# ---------------------------------------------------------------- job files and CLI
+
+
+def test_fio_sizes_follow_kb_base_1024_compat_mode() -> None:
+    assert parse_fio_size("128k", "bs", "x") == 131072
+    assert parse_fio_size("1000G", "size", "x") == 1000 * 2**30
+    assert parse_fio_size("4KiB", "bs", "x") == 4000  # fio's documented inversion in compat mode
+    assert parse_fio_size("4KiB", "bs", "x", kb_base=1000) == 4096
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "job.fio"
+    p.write_text(text)
+    return p
+
+
+def test_job_file_parses_global_and_job(tmp_path: Path) -> None:
+    p = _write(tmp_path, "; c\n[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime=1m\n\n[rr]\nrw=randread\nbs=128k\niodepth=32\nsize=10G\n")
+    w = parse_job_file(p)
+    assert w == {"kind": "fio", "name": "rr", "ioengine": "libaio", "direct": True, "time_based": True, "runtime": 60.0,
+                 "rw": "randread", "bs": 131072.0, "iodepth": "32", "size": 10 * 2**30}
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[a]\nrw=read\nzonemode=zbd\n", "'zonemode'"),
+        ("[a]\nrw=read\n[b]\nrw=write\n", "[a], [b]"),
+        ("[global]\nrw=read\n", "one job section"),
+        ("[a]\nsize=50%\n", "percentages"),
+        ("[a]\nbs=4k,128k\n", "separate read/write"),
+        ("rw=read\n", "before any [section]"),
+    ],
+)
+def test_job_file_errors_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
+    with pytest.raises(ScenarioError, match=None) as info:
+        parse_job_file(_write(tmp_path, text))
+    assert needle in str(info.value)
+
+
+def test_cli_fio_jobfile_matches_the_library_scenario(tmp_path: Path) -> None:
+    p = _write(tmp_path, "[global]\nioengine=libaio\ndirect=1\nruntime=60\ntime_based\n[randread-128k]\nrw=randread\nbs=128k\niodepth=32\nsize=1000G\n")
+    runner = CliRunner()
+    out = runner.invoke(app, ["run", "--fio", str(p), "--set", "storage.device=micron-9200-pro", "-f", "json"])
+    assert out.exit_code == 0, out.output
+    import json
+
+    m = json.loads(out.stdout)["metrics"]
+    ref, _ = run_scenario(load(LIB / "amax" / "fio_9200.yaml"))
+    assert m["read_bw_bytes"] == pytest.approx(ref["metrics"]["read_bw_bytes"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--set", "storage.device=micron-9200-pro"], "'zonemode'"),
+        ([], "storage.device=NAME"),
+    ],
+)
+def test_cli_fio_bad_input_exits_2_naming_it(tmp_path: Path, args: list[str], needle: str) -> None:
+    p = _write(tmp_path, "[a]\nrw=read\nzonemode=zbd\n" if args else "[a]\nrw=read\n")
+    out = CliRunner().invoke(app, ["run", "--fio", str(p), *args])
+    assert out.exit_code == 2
+    assert needle in out.output
+    assert "Traceback" not in out.output
+
+
+def test_buffered_io_is_refused_with_the_field_named() -> None:
+    with pytest.raises(ScenarioError, match="direct"):
+        load({"system": {"storage": {"device": "micron-9200-pro"}}, "workload": {"kind": "fio", "direct": False}})
+
+
+def test_sata_ncq_holds_32_commands_the_rest_wait_in_the_host() -> None:
+    """A SATA drive whose 4 KiB reads are latency-bound at QD32 (inline spec: the 5210 ION with a 2 ms read
+    latency, so 32 / L0 = 16K IOPS < its 83K ceiling): beyond 32 outstanding it gains nothing (NCQ has 32 tags)
+    and fio's latency grows with N by Little's law.  An NVMe drive with the same numbers keeps scaling."""
+    slow = {"base": "micron-5210-ion", "read_latency_us": 2000}
+    spec = catalog.spec_from("ssd", slow)
+    l0 = ssd.unloaded_latency_s(spec, 4 * KiB, False)
+    q32 = fio(slow, rw="randread", bs="4k", iodepth=32, runtime=1, time_based=True)
+    q128 = fio(slow, rw="randread", bs="4k", iodepth=128, runtime=1, time_based=True)
+    assert q32["read_iops"] == pytest.approx(32 / l0, rel=1e-6)
+    assert q128["read_iops"] == pytest.approx(q32["read_iops"], rel=1e-6)
+    assert q128["read_clat_mean_us"] == pytest.approx(4 * q32["read_clat_mean_us"], rel=1e-6)
+    bw, _lat = ssd.closed_loop(spec, 4 * KiB, 128, 1.0)
+    assert bw / (4 * KiB) == pytest.approx(q128["read_iops"], rel=1e-6)
+    nvme = {"base": "micron-5210-ion", "read_latency_us": 2000, "interface": "nvme"}
+    assert fio(nvme, rw="randread", bs="4k", iodepth=128, runtime=1, time_based=True)["read_iops"] > 3 * q32["read_iops"]

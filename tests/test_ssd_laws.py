@@ -1,0 +1,332 @@
+"""SSD and NAND laws against their oracles (theory, a small greedy-GC simulation, datasheet points)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models import catalog, nand, ssd
+from models.links import LinkSpec, link_payload_Bps
+from models.ssd import SSDSpec
+from simulator.flows import FlowEngine, run_until_idle
+from simulator.ssd_runtime import SSDRuntime
+
+KiB = 1024
+SPEC_6550 = catalog.spec_from("ssd", "micron-6550-ion")
+SPEC_P5336 = catalog.spec_from("ssd", "solidigm-d5-p5336")
+SPEC_9200 = catalog.spec_from("ssd", "micron-9200-pro")
+SSD_NAMES = [e.name for e in catalog.entries("ssd")]
+
+
+# ---------------------------------------------------------------- block-size law
+
+
+@pytest.mark.parametrize("name", SSD_NAMES)
+def test_block_size_law_passes_through_both_datasheet_points(name: str) -> None:
+    """t(b) = t_fe + b / X: 4 KiB gives the datasheet IOPS, 128 KiB the datasheet bandwidth (unless the
+    4 KiB IOPS is itself bandwidth-bound, when t_fe = 0)."""
+    spec = catalog.spec_from("ssd", name)
+    t_fe, _x = ssd.two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)
+    bw_128k = 1.0 / ssd.read_seconds_per_byte(spec, 128 * KiB)
+    assert bw_128k == pytest.approx(spec.seq_read_MBps * 1e6, rel=1e-9)
+    iops_4k = 1.0 / ssd.read_seconds_per_byte(spec, 4 * KiB) / (4 * KiB)
+    if t_fe > 0:
+        assert iops_4k == pytest.approx(spec.rand_read_iops, rel=1e-9)
+    else:
+        assert iops_4k <= spec.rand_read_iops * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("name", SSD_NAMES)
+def test_block_size_law_smooth_and_monotone_4k_to_1m(name: str) -> None:
+    """Bandwidth rises and IOPS falls with block size, with no jump (the law is a rational function)."""
+    spec = catalog.spec_from("ssd", name)
+    blocks = np.geomspace(4 * KiB, 1024 * KiB, 200)
+    bw = np.array([ssd.read_throughput_Bps(spec, b) for b in blocks])
+    iops = bw / blocks
+    assert np.all(np.diff(bw) >= -1e-6 * bw[:-1])
+    assert np.all(np.diff(iops) <= 1e-6 * iops[:-1])
+    # smooth: neighbouring points on a 200-point log grid differ by little (no step)
+    assert np.max(np.abs(np.diff(np.log(bw)))) < 0.05
+    # and the law never exceeds the link
+    assert np.all(bw <= link_payload_Bps(spec.link) * (1 + 1e-12))
+
+
+# ---------------------------------------------------------------- queue depth
+
+
+def _mva_throughput(n: int, service_s: float, delay_s: float) -> float:
+    """Exact mean value analysis of a closed network: one FCFS exponential server + a delay station."""
+    q = 0.0
+    x = 0.0
+    for k in range(1, n + 1):
+        r = service_s * (1.0 + q)
+        x = k / (r + delay_s)
+        q = x * r
+    return x
+
+
+@pytest.mark.parametrize("name", ["micron-9200-pro", "micron-5210-ion", "micron-6550-ion"])
+@pytest.mark.parametrize("block", [4 * KiB, 128 * KiB])
+def test_closed_loop_is_the_asymptotic_bound_of_the_exact_closed_network(name: str, block: int) -> None:
+    """X = min(N / L0, ceiling) bounds exact MVA from above and meets it for N << N* and N >> N*."""
+    spec = catalog.spec_from("ssd", name)
+    service = 1.0 / (ssd.read_throughput_Bps(spec, block) / block)
+    l0 = ssd.unloaded_latency_s(spec, block, False)
+    delay = max(0.0, l0 - service)
+    n_star = l0 / service
+    for n in (1, 2, 4, 8, 32, 128, 512, 4096):
+        bw, lat = ssd.closed_loop(spec, block, n, 1.0)
+        x = bw / block
+        exact = _mva_throughput(n, service, delay)
+        assert x >= exact * (1 - 1e-9)
+        assert x * lat == pytest.approx(n, rel=1e-9)  # Little's law
+        if n <= n_star / 20 or n >= 20 * n_star:
+            assert x == pytest.approx(exact, rel=0.06)
+
+
+def test_closed_loop_qd1_latency_is_the_datasheet_latency() -> None:
+    bw, lat = ssd.closed_loop(SPEC_9200, 4 * KiB, 1, 1.0)
+    assert lat == pytest.approx(SPEC_9200.read_latency_us * 1e-6, rel=1e-9)
+    assert bw == pytest.approx(4 * KiB / lat, rel=1e-9)
+
+
+def test_mixed_read_write_is_the_harmonic_mix_of_ceilings() -> None:
+    """Media time adds: t_mix = r t_read + (1 - r) t_write per byte (both fit within one device-second)."""
+    spec, b = SPEC_6550, 16 * KiB
+    t_r, t_w = ssd.read_seconds_per_byte(spec, b), ssd.write_seconds_per_byte(spec, b, "rand", True, 1.0)
+    for r in (0.0, 0.3, 0.7, 1.0):
+        mixed = 1.0 / ssd.mixed_seconds_per_byte(spec, b, r, "rand", True, 1.0)
+        assert mixed == pytest.approx(1.0 / (r * t_r + (1 - r) * t_w), rel=1e-9)
+    # a 70/30 mix is slower than pure reads and faster than pure writes
+    assert 1 / t_w < 1.0 / ssd.mixed_seconds_per_byte(spec, b, 0.7, "rand", True, 1.0) < 1 / t_r
+
+
+# ---------------------------------------------------------------- fill state: greedy GC
+
+
+def greedy_gc_simulation(utilisation: float, blocks: int = 256, pages: int = 64, seed: int = 3) -> float:
+    """Uniform random overwrites, greedy victim (fewest valid pages); returns NAND writes / host writes."""
+    rng = np.random.default_rng(seed)
+    user = int(utilisation * blocks * pages)
+    where = np.full(user, -1)
+    valid = np.zeros(blocks, dtype=int)
+    free = list(range(1, blocks))
+    open_block, used = 0, 0
+    host = nand_writes = 0
+
+    def gc() -> None:
+        """Erase the closed block with the fewest valid pages; its valid pages go to the write stream."""
+        candidates = valid.copy()
+        candidates[open_block] = pages + 1
+        victim = int(np.argmin(candidates))
+        movers = np.flatnonzero(where == victim)
+        valid[victim] = 0
+        where[movers] = -1
+        free.append(victim)
+        for m in movers:
+            write(int(m))
+
+    def write(lba: int) -> None:
+        nonlocal open_block, used, nand_writes
+        old = where[lba]
+        if old >= 0:
+            valid[old] -= 1
+        while used == pages:  # the open block is full: take a free block, or make one
+            if free:
+                open_block, used = free.pop(0), 0
+            else:
+                gc()
+        where[lba] = open_block
+        valid[open_block] += 1
+        used += 1
+        nand_writes += 1
+
+    for lba in range(user):  # sequential fill
+        write(lba)
+    warm = 4 * user
+    for i, lba in enumerate(rng.integers(0, user, 8 * user)):
+        if i == warm:
+            host, nand_writes = 0, 0
+        host += 1
+        write(int(lba))
+    return nand_writes / host
+
+
+@pytest.mark.parametrize("utilisation", [0.6, 0.75, 0.85])
+def test_lambert_w_wa_matches_a_greedy_gc_simulation(utilisation: float) -> None:
+    simulated = greedy_gc_simulation(utilisation)
+    formula = nand.greedy_write_amplification(utilisation)
+    print(f"\nu={utilisation}: greedy simulation WA {simulated:.3f}, Lambert-W {formula:.3f}")
+    assert simulated == pytest.approx(formula, rel=0.10)
+
+
+def test_wa_formula_limits() -> None:
+    """WA -> 1 as u -> 0; WA ~ 1 / (2 (1 - u)) as u -> 1 (Desnoyers 2012, first-order expansion)."""
+    assert nand.greedy_write_amplification(1e-4) == pytest.approx(1.0, abs=1e-3)
+    u = 0.995
+    assert nand.greedy_write_amplification(u) == pytest.approx(1 / (2 * (1 - u)), rel=0.05)
+
+
+def test_fresh_out_of_box_vs_steady_state() -> None:
+    """FOB random writes cost only the IU read-modify-write; steady state adds greedy GC."""
+    spec = SPEC_P5336
+    fob = ssd.write_amplification(spec, 4 * KiB, "rand", overwrite=False)
+    assert fob == spec.indirection_unit_bytes / (4 * KiB)
+    steady = ssd.write_amplification(spec, 4 * KiB, "rand", overwrite=True, fill=1.0)
+    assert steady > fob
+    # full drive at 4 KiB reproduces the datasheet random-write IOPS (the residual k is defined by it)
+    assert 1 / ssd.write_seconds_per_byte(spec, 4 * KiB, "rand", True, 1.0) / (4 * KiB) == pytest.approx(
+        spec.rand_write_iops, rel=1e-6
+    )
+    assert ssd.write_amplification(spec, 128 * KiB, "seq") == 1.0
+
+
+def test_slc_cache_shrinks_as_the_drive_fills() -> None:
+    cap, op = 1e12, 0.07
+    sizes = [nand.slc_cache_bytes(cap, f, op, "qlc", 0.12) for f in np.linspace(0, 1, 21)]
+    assert sizes[0] == pytest.approx(0.12 * cap)
+    assert all(b <= a + 1e-6 for a, b in itertools.pairwise(sizes))
+    assert sizes[-1] == pytest.approx(op * cap / 4)  # only the spare area is left, one bit per QLC cell
+
+
+def test_write_cliff_when_the_slc_cache_runs_out() -> None:
+    """A client QLC drive (Solidigm P41 Plus 1 TB class, W05: ~3 GB/s for ~12 % of capacity, then ~262 MB/s):
+    a sequential fill takes cache / slc_rate + rest / native_rate."""
+    spec = SSDSpec(
+        name="client-qlc", nand="qlc", capacity_TB=1.0, link=LinkSpec(kind="pcie", generation=4, lanes=4),
+        seq_read_MBps=4125, seq_write_MBps=262, rand_read_iops=400000, rand_write_iops=20000,
+        idle_W=0.05, active_read_W=4.0, active_write_W=4.0, over_provisioning=0.07,
+        slc_cache_max_fraction=0.12, slc_write_MBps=3000,
+    )
+    env = simpy.Environment()
+    engine = FlowEngine(env)
+    drive = SSDRuntime(engine, "ssd0", spec, 0, 0.0)
+    amount = 0.3e12
+    flow = engine.start("fill", amount, drive.write_usage(128 * KiB))
+    run_until_idle(env, engine)
+    cache = 0.12e12
+    expected = cache / 3000e6 + (amount - cache) / (1.0 / ssd.write_seconds_per_byte(spec, 128 * KiB))
+    assert flow.end_time == pytest.approx(expected, rel=1e-3)
+    assert drive.state.slc_exhausted
+    assert drive.fill == pytest.approx(0.3, rel=1e-9)
+
+
+# ---------------------------------------------------------------- endurance
+
+
+def test_endurance_against_hand_computation() -> None:
+    cap = 61.44e12
+    day = 86400.0
+    out = nand.endurance(cap, host_bytes=cap, nand_bytes=2 * cap, seconds=day, dwpd=0.58, warranty_years=5)
+    assert out["dwpd_at_rate"] == pytest.approx(1.0)
+    assert out["nand_dwpd_at_rate"] == pytest.approx(2.0)
+    budget = 0.58 * cap * 365 * 5
+    assert out["years_to_rated_endurance"] == pytest.approx((budget - 2 * cap) / (2 * cap * 365))
+
+
+# ---------------------------------------------------------------- power states
+
+
+def test_power_law_reproduces_the_measured_points_of_the_6550() -> None:
+    """S08 at PS1: 17.5 W at 12.7 GB/s 128K read and 17.9 W at 11.6 GB/s 16K read (e_io derived from both)."""
+    spec = SPEC_6550
+    assert ssd.power_W(spec, 12.0e9, 0, 128 * KiB) == pytest.approx(17.5, rel=1e-9)
+    assert ssd.power_W(spec, 11.6e9, 0, 16 * KiB) == pytest.approx(17.9, rel=0.04)
+
+
+def test_transition_latency_is_exit_plus_entry() -> None:
+    spec = SPEC_P5336
+    assert ssd.transition_seconds(spec, 0, 1) == pytest.approx(0.12)
+    assert ssd.transition_seconds(spec, 1, 1) == 0.0
+
+
+def test_power_state_change_stalls_the_drive_for_the_transition() -> None:
+    env = simpy.Environment()
+    engine = FlowEngine(env)
+    drive = SSDRuntime(engine, "ssd0", SPEC_P5336, 0, 0.0)
+    amount = 3.3e9
+    flow = engine.start("w", amount, drive.write_usage(128 * KiB))
+
+    def switch():
+        yield env.timeout(0.5)
+        yield env.process(drive.change_power_state(2))
+
+    env.process(switch())
+    run_until_idle(env, engine)
+    rate0 = 1.0 / ssd.write_seconds_per_byte(SPEC_P5336, 128 * KiB)
+    scale = ssd.power_cap_scale(SPEC_P5336, 2, 0, rate0, 128 * KiB)
+    expected = 0.5 + 0.12 + (amount - 0.5 * rate0) / (rate0 * scale)
+    assert flow.end_time == pytest.approx(expected, rel=1e-6)
+    assert drive.meter.peak_W <= 25.0 + 1e-9
+
+
+def _run_capped(spec: SSDSpec, ps: int, read_share: float, block: float, fill: float) -> tuple[float, float, float, float]:
+    env = simpy.Environment()
+    engine = FlowEngine(env)
+    drive = SSDRuntime(engine, "ssd0", spec, ps, fill)
+    usage = [(c, k * read_share) for c, k in drive.read_usage(block)]
+    usage += [(c, k * (1 - read_share)) for c, k in drive.write_usage(block, pattern="rand", overwrite=True)]
+    usage = [(c, k) for c, k in usage if k > 0]
+    flow = engine.start("job", 1e9, usage)
+    run_until_idle(env, engine)
+    return 1e9 / flow.end_time, drive.meter.peak_W, drive.meter.energy_J, drive.cap_W or math.inf
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    name=st.sampled_from(["micron-6550-ion", "solidigm-d5-p5336", "micron-7450-pro"]),
+    read_share=st.floats(0.0, 1.0),
+    block=st.sampled_from([4 * KiB, 16 * KiB, 128 * KiB, 1024 * KiB]),
+    fill=st.floats(0.05, 1.0),
+)
+def test_higher_power_cap_never_slower_and_power_never_above_cap(name: str, read_share: float, block: int, fill: float) -> None:
+    spec = catalog.spec_from("ssd", name)
+    rates = []
+    for ps in range(len(spec.power_states)):
+        rate, peak, energy, cap = _run_capped(spec, ps, read_share, block, fill)
+        assert peak <= cap * (1 + 1e-9)
+        assert energy >= 0.0
+        assert peak >= spec.idle_W
+        rates.append((cap, rate))
+    rates.sort()
+    for (_c0, r0), (_c1, r1) in itertools.pairwise(rates):
+        assert r1 >= r0 * (1 - 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(SSD_NAMES),
+    block=st.sampled_from([4 * KiB, 16 * KiB, 64 * KiB, 128 * KiB, 1024 * KiB]),
+    outstanding=st.integers(1, 512),
+    read_share=st.floats(0.0, 1.0),
+    lanes=st.sampled_from([1, 2, 4, 8]),
+)
+def test_more_lanes_never_slower(name: str, block: int, outstanding: int, read_share: float, lanes: int) -> None:
+    spec = catalog.spec_from("ssd", name)
+    if spec.link.kind != "pcie":
+        return
+    narrow = spec.model_copy(update={"link": spec.link.model_copy(update={"lanes": lanes})})
+    wide = spec.model_copy(update={"link": spec.link.model_copy(update={"lanes": lanes * 2})})
+    assert ssd.closed_loop(wide, block, outstanding, read_share)[0] >= ssd.closed_loop(narrow, block, outstanding, read_share)[0] * (
+        1 - 1e-12
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(SSD_NAMES),
+    block=st.sampled_from([4 * KiB, 16 * KiB, 128 * KiB]),
+    fills=st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)),
+)
+def test_emptier_drive_never_slower(name: str, block: int, fills: tuple[float, float]) -> None:
+    spec = catalog.spec_from("ssd", name)
+    emptier, fuller = sorted(fills)
+    assert ssd.write_throughput_Bps(spec, block, "rand", True, emptier) >= ssd.write_throughput_Bps(spec, block, "rand", True, fuller) * (
+        1 - 1e-12
+    )

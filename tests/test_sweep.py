@@ -1,0 +1,279 @@
+"""Sweeps: expansion, executors (process pool vs a real Dask cluster), streaming output, resume, error rows.
+
+Oracles: the full factorial is itertools.product of the axes; a sweep row
+equals an independent single run of the same resolved scenario (the simulator
+is deterministic); the Dask executor and the process pool produce identical
+rows; resuming after an interruption yields every case exactly once.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from iowatt.cli import app
+from scenarios import sweep as sw
+from scenarios.loader import ScenarioError, validate
+from scenarios.run import run_scenario
+
+LIBRARY = Path(__file__).resolve().parent.parent / "scenarios" / "library"
+BASE = LIBRARY / "micron6550_vs_p5336" / "checkpoint_6550_ps1.yaml"
+# six cheap cases: 2 drives x 3 power states (both drives have at least 3 states)
+AXES = ["storage.device=micron-6550-ion,solidigm-d5-p5336", "storage.power_state=PS0,PS1,PS2"]
+runner = CliRunner()
+
+
+def make_sweep(axes: list[str] = AXES, overrides: list[str] | None = None) -> sw.Sweep:
+    base, origin = sw.load_base(str(BASE))
+    spec = sw.Sweep(base=base, origin=origin, overrides=list(overrides or ["workload.size=20 GB"]))
+    for text in axes:
+        spec.grid.append(sw.parse_axis(text, "--grid", spec.base))
+    return spec
+
+
+def by_hash(rows: list[dict]) -> dict[str, dict]:
+    return {r["scenario_hash"]: r for r in rows}
+
+
+def test_grid_is_the_full_factorial_in_order():
+    spec = make_sweep([*AXES, "storage.fill=0,0.5,0.9"])
+    cases = sw.expand(spec)
+    expected = list(itertools.product(["micron-6550-ion", "solidigm-d5-p5336"], ["PS0", "PS1", "PS2"], ["0", "0.5", "0.9"]))
+    assert [tuple(c.values.values()) for c in cases] == expected
+    assert [c.index for c in cases] == list(range(18))
+
+
+def test_random_samples_stay_in_their_ranges_and_repeat_with_the_seed():
+    spec = make_sweep(["storage.device=micron-6550-ion,solidigm-d5-p5336"])
+    spec.ranges = [sw.parse_range("storage.fill=0:0.9", base=spec.base), sw.parse_range("storage.count=1:4", base=spec.base)]
+    spec.samples, spec.seed = 40, 7
+    first, again = sw.expand(spec), sw.expand(spec)
+    assert [c.values for c in first] == [c.values for c in again]
+    fills = [float(c.values["storage.fill"]) for c in first]
+    counts = [int(c.values["storage.count"]) for c in first]  # int bounds draw integers
+    assert all(0.0 <= f <= 0.9 for f in fills) and len(set(fills)) == 40
+    assert set(counts) <= {1, 2, 3, 4} and len(set(counts)) > 1
+    assert {c.values["storage.device"] for c in first} == {"micron-6550-ion", "solidigm-d5-p5336"}
+
+
+def test_bad_axis_names_the_option_and_the_field():
+    base, _ = sw.load_base(str(BASE))
+    with pytest.raises(ScenarioError, match=r"--grid storage\.nope=1,2"):
+        sw.parse_axis("storage.nope=1,2", "--grid", base)
+    with pytest.raises(ScenarioError, match="expected KEY=V1,V2"):
+        sw.parse_axis("storage.fill", "--grid", base)
+    with pytest.raises(ScenarioError, match="LO <= HI"):
+        sw.parse_range("storage.fill=0.9:0.1", base=base)
+
+
+def test_each_row_equals_an_independent_single_run():
+    spec = make_sweep()
+    result = sw.run_sweep(spec, sw.InlineExecutor())
+    assert result.done == 6 and result.failed == 0 and not result.lost
+    for row in result.rows:
+        data = spec.base
+        from scenarios.loader import apply_set
+
+        for assignment in [*spec.overrides, f"storage.device={row['storage.device']}", f"storage.power_state={row['storage.power_state']}"]:
+            data = apply_set(data, assignment)
+        scenario = validate(data, "independent")
+        document, _ = run_scenario(scenario)
+        assert row["scenario_hash"] == sw.scenario_hash(scenario.model_dump(mode="json"))
+        for name, value in document["metrics"].items():
+            assert row[name] == pytest.approx(value, rel=1e-12), name
+
+
+def test_process_pool_and_dask_local_cluster_give_identical_rows(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    spec = make_sweep()
+    with sw.open_executor(jobs=2) as pool:
+        pooled = sw.run_sweep(spec, pool, sw.RowSink(tmp_path / "pool.csv", "csv"))
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+        with sw.open_executor(address=cluster.scheduler_address) as executor:
+            dasked = sw.run_sweep(spec, executor, sw.RowSink(tmp_path / "dask.parquet", "parquet"))
+    assert pooled.done == dasked.done == 6
+    a, b = by_hash(pooled.rows), by_hash(dasked.rows)
+    assert set(a) == set(b) and len(a) == 6
+    for digest, row in a.items():
+        assert row == b[digest]
+    # the files hold the same rows as the results (CSV as text, Parquet typed)
+    on_disk = by_hash(sw.RowSink(tmp_path / "dask.parquet", "parquet").existing())
+    assert set(on_disk) == set(b)
+    for digest, row in b.items():
+        for key, value in row.items():
+            stored = on_disk[digest][key]
+            assert stored == value or str(stored) == str(value), key
+    csv_rows = by_hash(sw.RowSink(tmp_path / "pool.csv", "csv").existing())
+    assert set(csv_rows) == set(a)
+    assert float(csv_rows[next(iter(a))]["save_checkpoint_duration_mean_seconds"]) == pytest.approx(
+        a[next(iter(a))]["save_checkpoint_duration_mean_seconds"], rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_resume_after_an_interruption_has_no_duplicate_and_no_missing_row(tmp_path, fmt):
+    spec = make_sweep()
+    full = sw.run_sweep(spec, sw.InlineExecutor())
+    out = tmp_path / f"sweep.{fmt}"
+    # the interrupted run: two finished rows on disk, and for CSV half of a third row
+    partial = sw.RowSink(out, fmt)
+    partial.start([], ["case", *spec.keys, "scenario_hash", "error"])
+    for row in full.rows[:2]:
+        partial.add(row)
+    partial.close()
+    if fmt == "csv":
+        with out.open("a") as handle:
+            handle.write(f"{full.rows[2]['case']},micron-6550-ion,PS2,{full.rows[2]['scenario_hash'][:20]}")
+    resumed = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, fmt), resume=True)
+    assert resumed.skipped == 2 and resumed.done == 4
+    rows = sw.RowSink(out, fmt).existing()
+    hashes = [r["scenario_hash"] for r in rows]
+    assert len(hashes) == len(set(hashes)) == 6
+    assert set(hashes) == {r["scenario_hash"] for r in full.rows}
+    reference = by_hash(full.rows)
+    for row in rows:
+        assert float(row["save_checkpoint_duration_mean_seconds"]) == pytest.approx(
+            reference[row["scenario_hash"]]["save_checkpoint_duration_mean_seconds"], rel=1e-12
+        )
+    # resuming a finished sweep runs nothing
+    again = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, fmt), resume=True)
+    assert again.done == 0 and again.skipped == 6
+
+
+def test_invalid_case_and_raising_run_become_error_rows(monkeypatch):
+    # PS5 does not exist on the P5336 (3 states): a validation error row; the 6550 has 8 states
+    spec = make_sweep(["storage.device=micron-6550-ion,solidigm-d5-p5336", "storage.power_state=PS5"])
+    result = sw.run_sweep(spec, sw.InlineExecutor())
+    rows = {r["storage.device"]: r for r in result.rows}
+    assert rows["micron-6550-ion"]["error"] == ""
+    assert "PS5" in rows["solidigm-d5-p5336"]["error"] and "save_checkpoint_duration_mean_seconds" not in rows["solidigm-d5-p5336"]
+    assert result.failed == 1 and result.done == 2
+
+    import scenarios.run
+
+    real = scenarios.run.run_scenario
+
+    def flaky(scenario, *args, **kwargs):
+        if scenario.system.storage.power_state == 1:
+            raise RuntimeError("simulated crash in the model")
+        return real(scenario, *args, **kwargs)
+
+    monkeypatch.setattr(scenarios.run, "run_scenario", flaky)
+    result = sw.run_sweep(make_sweep(), sw.InlineExecutor())
+    failed = [r for r in result.rows if r["error"]]
+    assert len(failed) == 2 and all(r["storage.power_state"] == "PS1" for r in failed)
+    assert all(r["error"] == "RuntimeError: simulated crash in the model" for r in failed)
+    assert result.failed == 2 and result.done == 6
+
+
+class DyingExecutor(sw.InlineExecutor):
+    """Runs cases in this process, but the worker of the `dies_at`-th submission dies (as BrokenProcessPool reports it)."""
+
+    def __init__(self, dies_at: int) -> None:
+        self.calls, self.dies_at = 0, dies_at
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls += 1
+        if self.calls == self.dies_at:
+            future: Future = Future()
+            future.set_exception(BrokenProcessPool("a worker died"))
+            return future
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_a_dying_worker_loses_no_finished_row(tmp_path):
+    spec = make_sweep()
+    out = tmp_path / "s.csv"
+    result = sw.run_sweep(spec, DyingExecutor(dies_at=3), sw.RowSink(out, "csv"), chunk_size=1)
+    assert len(result.lost) == 1 and result.done == 5
+    assert len(sw.RowSink(out, "csv").existing()) == 5
+    resumed = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, "csv"), resume=True)
+    assert resumed.done == 1 and resumed.skipped == 5
+    assert len({r["scenario_hash"] for r in sw.RowSink(out, "csv").existing()}) == 6
+
+
+def test_sweep_file_and_cli(tmp_path):
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(
+        f"scenario: {BASE}\nset: ['workload.size=20 GB']\ngrid:\n  storage.device: [micron-6550-ion, solidigm-d5-p5336]\n  storage.power_state: [PS0, PS1]\n"
+    )
+    out = tmp_path / "out.csv"
+    result = runner.invoke(app, ["sweep", str(sweep_file), "-o", str(out), "--jobs", "0"])
+    assert result.exit_code == 0, result.output
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 4 and {r["storage.power_state"] for r in rows} == {"PS0", "PS1"}
+    # PS0 is never slower than PS1 on the same drive (a looser power cap cannot slow the write)
+    for device in ("micron-6550-ion", "solidigm-d5-p5336"):
+        t = {r["storage.power_state"]: float(r["save_checkpoint_duration_mean_seconds"]) for r in rows if r["storage.device"] == device}
+        assert t["PS0"] <= t["PS1"] * (1 + 1e-9)
+        assert math.isfinite(t["PS1"])
+    bad = runner.invoke(app, ["sweep", str(BASE), "-o", str(tmp_path / "x.csv"), "--grid", "storage.colour=1,2", "--jobs", "0"])
+    assert bad.exit_code == 2 and "--grid storage.colour=1,2" in bad.stderr and "Traceback" not in bad.output
+    bad = runner.invoke(app, ["sweep", str(BASE), "-o", str(tmp_path / "x.txt"), "--jobs", "0"])
+    assert bad.exit_code == 2 and ".csv or .parquet" in bad.stderr
+    bad = runner.invoke(app, ["sweep", str(BASE), "-o", str(tmp_path / "x.csv"), "--address", "tcp://h:1", "--scheduler-file", "f.json"])
+    assert bad.exit_code == 2 and "give one or the other" in bad.stderr
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    pytest.importorskip("distributed")
+    with pytest.raises(ScenarioError, match=r"--address tcp://127\.0\.0\.1:1: cannot reach the Dask scheduler"):
+        with sw.open_executor(address="tcp://127.0.0.1:1", connect_timeout=0.5):
+            pass
+
+
+def _exit_on_case_2(base, origin, overrides, cases):
+    import os
+
+    if any(case.index == 2 for case in cases):
+        os._exit(3)  # the worker process dies without a word, as on an OOM kill
+    return _real_run_cases(base, origin, overrides, cases)
+
+
+_real_run_cases = sw.run_cases
+
+
+def test_a_real_worker_death_keeps_the_finished_rows_and_resume_completes(tmp_path, monkeypatch):
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("needs fork so the worker inherits the patched function")
+    from concurrent.futures import ProcessPoolExecutor
+
+    monkeypatch.setattr(sw, "run_cases", _exit_on_case_2)
+    spec = make_sweep()
+    out = tmp_path / "s.csv"
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        result = sw.run_sweep(spec, pool, sw.RowSink(out, "csv"), chunk_size=1)
+    assert result.lost and result.done + len(result.lost) == 6
+    on_disk = {r["scenario_hash"] for r in sw.RowSink(out, "csv").existing()}
+    assert on_disk == {r["scenario_hash"] for r in result.rows}  # every finished row reached the file
+    monkeypatch.setattr(sw, "run_cases", _real_run_cases)
+    resumed = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, "csv"), resume=True)
+    assert resumed.skipped == result.done and resumed.done == len(result.lost)
+    hashes = [r["scenario_hash"] for r in sw.RowSink(out, "csv").existing()]
+    assert len(hashes) == len(set(hashes)) == 6
+
+
+def test_random_sweep_file_draws_its_samples_within_the_ranges(tmp_path):
+    path = tmp_path / "random.yaml"
+    path.write_text(
+        f"scenario: {BASE}\ngrid:\n  storage.power_state: [PS0, PS1]\n"
+        "random:\n  samples: 12\n  seed: 5\n  ranges:\n    storage.fill: [0.1, 0.8]\n    storage.count: [1, 3]\n"
+    )
+    spec = sw.sweep_from_file(path, sw.load_base(str(path))[0])
+    cases = sw.expand(spec)
+    assert len(cases) == 12 and spec.keys == ["storage.power_state", "storage.fill", "storage.count"]
+    assert all(0.1 <= float(c.values["storage.fill"]) <= 0.8 and c.values["storage.count"] in {"1", "2", "3"} for c in cases)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"scenario: {BASE}\nrandom:\n  samples: 3\n  ranges:\n    storage.fill: 0.5\n")
+    with pytest.raises(ScenarioError, match=r"random\.ranges\.storage\.fill: expected \[LO, HI\]"):
+        sw.sweep_from_file(bad, sw.load_base(str(bad))[0])
