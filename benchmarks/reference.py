@@ -47,3 +47,47 @@ def checkpoint_requests(shard_bytes: float, request_bytes: float, seconds_per_re
     if tail > 1e-12 * request_bytes:
         times.append(seconds_per_request_byte(tail) * tail)
     return times
+
+
+def rank_pipeline(requests_per_rank: list[list[float]], core_seconds_per_byte: float, drive_seconds_per_byte: float,
+                  depth: int = 4) -> tuple[float, int]:
+    """Checkpoint ranks as request pipelines: each rank's own core, then the one shared drive.
+
+    Every request (its size in bytes) holds its rank's core (a simpy.Resource of
+    one: serialization on one thread) for size x core seconds per byte, then
+    the drive for size x drive seconds per byte.  `depth` requests per rank are
+    in flight, so a rank's core works on the next request while the drive
+    writes the last (torch.save's buffered writes).  Returns (simulated seconds
+    when the last request completes, requests served)."""
+    env = simpy.Environment()
+    drive = simpy.Resource(env, capacity=1)
+    served = 0
+
+    def worker(queue: list[float], core: simpy.Resource):
+        nonlocal served
+        while queue:
+            size = queue.pop()
+            with core.request() as req:
+                yield req
+                yield env.timeout(size * core_seconds_per_byte)
+            with drive.request() as req:
+                yield req
+                yield env.timeout(size * drive_seconds_per_byte)
+            served += 1
+
+    for sizes in requests_per_rank:
+        queue = list(reversed(sizes))
+        core = simpy.Resource(env, capacity=1)
+        for _ in range(min(depth, len(queue))):
+            env.process(worker(queue, core))
+    env.run()
+    return env.now, served
+
+
+def request_sizes(shard_bytes: float, request_bytes: float) -> list[float]:
+    """One rank's shard as request sizes in bytes (a shorter last request)."""
+    full, tail = divmod(shard_bytes, request_bytes)
+    sizes = [float(request_bytes)] * int(full)
+    if tail > 1e-12 * request_bytes:
+        sizes.append(tail)
+    return sizes

@@ -34,7 +34,7 @@ for _p in (str(HERE), str(ROOT)):
 
 import reference  # noqa: E402
 import simpy  # noqa: E402
-from cluster import run_cluster  # noqa: E402
+from cluster import run_cluster, run_cluster_scenario  # noqa: E402
 
 SINGLE = "checkpoint_llama405b_8gpu"            # 8 H100s, one Micron 6550 ION (PCIe Gen5 x4) at PS1
 FILL_STUDY = "storagereview/ckpt_p5336"         # 3 passes x 33 checkpoints of 1,636 GB on a 61.44 TB QLC drive
@@ -214,40 +214,57 @@ def row_fill_study(repeat: int) -> dict[str, Any]:
     }
 
 
-def _reference_service(scenario) -> tuple[float, int, bool]:
-    """Seconds per byte of the single checkpoint's bottleneck, from the project's device physics.
+def _reference_service(overrides: list[str]) -> tuple[float, float, int, list[tuple[str, float, float]]]:
+    """(core s/B of one rank, drive s/B of the shared path, ranks, rank 0's constraints) of the checkpoint.
 
-    All ranks write the same way through the same constraints, so the drive
-    serves the checkpoint at min over constraints of capacity / coefficient; the
-    reference holds a single-server drive for that many seconds per byte of each
-    request (DESIGN.md section 2: the drive as a simpy.Resource)."""
-    from simulator.flows import FlowEngine
-    from simulator.system import SystemRuntime
+    Read from the constraints the checkpoint's first rank flow crosses in an
+    untimed run of the project's model (FlowEngine.start wrapped): the rank's
+    own constraints (its serializing core) form one server per rank; every other
+    constraint is shared by all ranks, and its largest coefficient / capacity is
+    the drive's service time per byte (DESIGN.md section 2: the drive as a
+    simpy.Resource)."""
+    from simulator import flows
 
-    engine = FlowEngine(simpy.Environment())
-    system = SystemRuntime(engine, scenario.system)
-    usage = [*system.volume.write_usage(REQUEST_BYTES), (system.host.memory, 2.0)]
-    per_byte = max(k / c.capacity for c, k in usage if not math.isinf(c.capacity) and c.capacity > 0)
-    has_slc = any(getattr(getattr(d, "state", None), "has_slc", False) for d in system.volume.drives)
-    return per_byte, scenario.workload.ranks, has_slc
+    seen: list[tuple[str, float, float]] = []
+    original = flows.FlowEngine.start
+
+    def start(self, name, amount, usage, **kwargs):
+        if name == "ckpt.rank0" and not seen:
+            pairs = list(usage.items()) if isinstance(usage, dict) else list(usage)
+            seen.extend((c.name, c.capacity, k) for c, k in pairs)
+            usage = pairs
+        return original(self, name, amount, usage, **kwargs)
+
+    flows.FlowEngine.start = start  # type: ignore[method-assign]
+    try:
+        scenario = load_scenario(SINGLE, overrides)
+        doc, sim = run_once(scenario)
+    finally:
+        flows.FlowEngine.start = original  # type: ignore[method-assign]
+    limited = [(n, cap, k) for n, cap, k in seen if not math.isinf(cap) and cap > 0]
+    core = max((k / cap for n, cap, k in limited if n.startswith("ckpt.rank0")), default=0.0)
+    drive = max(k / cap for n, cap, k in limited if not n.startswith("ckpt.rank0"))
+    del sim
+    ranks = int(doc["metrics"]["checkpoint_writer_ranks_count"])
+    return core, drive, ranks, seen
 
 
-def _reference_run(total_bytes: float, ranks: int, per_byte: float) -> tuple[float, int, float]:
+def _reference_run(total_bytes: float, ranks: int, core: float, drive: float) -> tuple[float, int, float]:
     """(predicted seconds, requests, wall seconds) of the per-request SimPy model of one checkpoint."""
-    shard = total_bytes / ranks
-    streams = [reference.checkpoint_requests(shard, REQUEST_BYTES, lambda _b: per_byte) for _ in range(ranks)]
+    streams = [reference.request_sizes(total_bytes / ranks, REQUEST_BYTES) for _ in range(ranks)]
     began = time.perf_counter()
-    predicted, served = reference.closed_loop(streams, depth=1)
+    predicted, served = reference.rank_pipeline(streams, core, drive)
     return predicted, served, time.perf_counter() - began
 
 
-def row_per_io_reference(repeat: int, quick: bool, single_wall_s: float) -> dict[str, Any]:
+def row_per_io_reference(repeat: int, quick: bool) -> dict[str, Any]:
     full_bytes = CHECKPOINT_GB * 1e9
-    scenario = load_scenario(SINGLE, [f"workload.size={CHECKPOINT_GB} GB"])
-    per_byte, ranks, has_slc = _reference_service(scenario)
+    # O_DIRECT: every byte goes through the drive before the save returns, the path the reference models
+    direct = ["workload.io_path=direct"]
+    core, drive, ranks, crossed = _reference_service([f"workload.size={CHECKPOINT_GB} GB", *direct])
     # estimate the full per-request run from a slice of 8,192 requests
     probe_bytes = 8192 * REQUEST_BYTES
-    _, probe_requests, probe_wall = _reference_run(probe_bytes, ranks, per_byte)
+    _, probe_requests, probe_wall = _reference_run(probe_bytes, ranks, core, drive)
     full_requests = math.ceil(full_bytes / ranks / REQUEST_BYTES) * ranks
     estimate = probe_wall * full_requests / probe_requests
     if quick:
@@ -257,17 +274,23 @@ def row_per_io_reference(repeat: int, quick: bool, single_wall_s: float) -> dict
     else:
         ref_bytes = full_bytes
     reduced = ref_bytes < full_bytes
-    ref_predicted, ref_requests, ref_wall = _reference_run(ref_bytes, ranks, per_byte)
+    ref_predicted, ref_requests, ref_wall = _reference_run(ref_bytes, ranks, core, drive)
     scale = full_requests / ref_requests
     ref_wall_full = ref_wall * scale
+    full = load_scenario(SINGLE, [f"workload.size={CHECKPOINT_GB} GB", *direct])
+    run_once(full)
+    fluid_walls = []
+    fluid_full_doc: dict[str, Any] = {}
+    for _ in range(max(1, min(repeat, 5))):
+        fluid_full_doc, sim = run_once(full)
+        fluid_walls.append(sim.wall_seconds)
+    fluid_wall = statistics.median(fluid_walls)
     # the fluid engine at the reference's own size: the predicted-time comparison needs no scaling
-    same_size = load_scenario(SINGLE, [f"workload.size={ref_bytes:.0f}"])
-    fluid_doc, _ = run_once(same_size)
+    fluid_doc, _ = run_once(load_scenario(SINGLE, [f"workload.size={ref_bytes:.0f}", *direct]))
     fluid_same = fluid_doc["metrics"]["save_checkpoint_duration_mean_seconds"]
-    fluid_full_doc, _ = run_once(scenario)
     fluid_full = fluid_full_doc["metrics"]["save_checkpoint_duration_mean_seconds"]
     difference = abs(ref_predicted - fluid_same) / fluid_same
-    ratio = ref_wall_full / single_wall_s
+    ratio = ref_wall_full / fluid_wall
     return {
         "id": 4,
         "name": "against a per-I/O model (plain SimPy, one event per 1 MiB request)",
@@ -276,8 +299,9 @@ def row_per_io_reference(repeat: int, quick: bool, single_wall_s: float) -> dict
             check("predicted_time_difference", difference, "fraction", "<=", 0.02),
         ],
         "detail": {
+            "scenario": f"{SINGLE} --set workload.size='{CHECKPOINT_GB} GB' --set workload.io_path=direct",
             "reference_wall_seconds_full": ref_wall_full,
-            "fluid_engine_wall_seconds": single_wall_s,
+            "fluid_engine_wall_seconds": fluid_wall,
             "wall_ratio": ratio,
             "reference_bytes": ref_bytes,
             "reference_requests": ref_requests,
@@ -290,8 +314,11 @@ def row_per_io_reference(repeat: int, quick: bool, single_wall_s: float) -> dict
             "fluid_predicted_seconds_full": fluid_full,
             "reference_predicted_seconds_scaled": ref_predicted * full_bytes / ref_bytes,
             "reference_requests_per_second": ref_requests / ref_wall,
-            "drive_has_slc_cache": has_slc,
-            "note": ("per-I/O side run on a reduced size and scaled linearly in requests" if reduced else "per-I/O side run at full size"),
+            "rank_core_seconds_per_byte": core,
+            "drive_seconds_per_byte": drive,
+            "rank0_constraints": [{"name": n, "capacity": c, "coefficient": k} for n, c, k in crossed if not math.isinf(c)],
+            "note": ("per-I/O side run on a reduced size and scaled linearly in requests" if reduced else "per-I/O side run at full size")
+            + "; its service times come from the same constraints as the fluid model, so the agreement checks the engine, not the physics",
         },
     }
 
@@ -333,43 +360,56 @@ def _cluster_kind_available() -> bool:
     return '"cluster"' in json.dumps(scenario_model().model_json_schema())
 
 
-def row_scale(repeat: int, quick: bool) -> dict[str, Any]:
-    sizes = [16, 32, 64, 128] if quick else [250, 500, 1000, 2000]
-    target_gpus = 128 if quick else 1000
+def _fit_exponent(points: list[dict[str, Any]], key: str) -> float:
+    """Least-squares exponent b of seconds = a x GPUs^b (log-log)."""
+    xs = [math.log(p["gpus"]) for p in points]
+    ys = [math.log(p[key]) for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+
+
+def _scale_points(run: Callable[[int], dict[str, Any]], sizes: list[int], repeat: int, quick: bool) -> list[dict[str, Any]]:
     points = []
     for gpus in sizes:
         reps = 1 if (quick or gpus >= 2000) else max(1, min(repeat, 3))
-        runs = [run_cluster(gpus) for _ in range(reps)]
+        runs = [run(gpus) for _ in range(reps)]
         wall = statistics.median(r["wall_s"] for r in runs)
         cpu = statistics.median(r["cpu_s"] for r in runs)
         points.append({**runs[-1], "wall_s": wall, "cpu_s": cpu, "repetitions": reps})
+    return points
 
-    def slope(key: str) -> float:
-        """Least-squares exponent b of seconds = a x GPUs^b."""
-        xs = [math.log(p["gpus"]) for p in points]
-        ys = [math.log(p[key]) for p in points]
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
-    exponent = slope("wall_s")
+def row_scale(repeat: int, quick: bool) -> dict[str, Any]:
+    sizes = [16, 32, 64, 128] if quick else [250, 500, 1000, 2000]
+    target_gpus = 128 if quick else 1000
+    points = _scale_points(run_cluster, sizes, repeat, quick)
+    scenario_points = _scale_points(run_cluster_scenario, sizes, repeat, quick) if _cluster_kind_available() else []
+    exponent = _fit_exponent(points, "wall_s")
     at_target = next(p for p in points if p["gpus"] == target_gpus)
-    return {
-        "id": 6,
-        "name": f"scale: cluster checkpoint, {target_gpus} GPUs -> 6-node EC 4+2 store",
-        "checks": [
-            check(f"wall_seconds_{target_gpus}_gpus", at_target["wall_s"], "s", "<=", 2.0 if not quick else None),
-            check(f"cpu_seconds_{target_gpus}_gpus", at_target["cpu_s"], "s", "info", None),
-            check("concurrent_flows", at_target["concurrent_flows"], "flows", ">=", 1000 if not quick else None),
-            check("wall_growth_exponent", exponent, "", "info", None),
-        ],
-        "detail": {
-            "points": points,
-            "exponent": exponent,
-            "cpu_exponent": slope("cpu_s"),
-            "built_from": "FlowEngine primitives (benchmarks/cluster.py)"
-            + ("; a `cluster` storage kind exists in the schema now" if _cluster_kind_available() else "; no `cluster` storage kind in the schema yet"),
-        },
+    checks = [
+        check(f"wall_seconds_{target_gpus}_gpus", at_target["wall_s"], "s", "<=", 2.0 if not quick else None),
+        check(f"cpu_seconds_{target_gpus}_gpus", at_target["cpu_s"], "s", "info", None),
+        check("concurrent_flows", at_target["concurrent_flows"], "flows", ">=", 1000 if not quick else None),
+        check("wall_growth_exponent", exponent, "", "info", None),
+    ]
+    detail: dict[str, Any] = {
+        "points": points,
+        "exponent": exponent,
+        "cpu_exponent": _fit_exponent(points, "cpu_s"),
+        "built_from": "FlowEngine primitives (benchmarks/cluster.py run_cluster): one constraint per GPU link, client NIC, "
+        "storage-node NIC and drive set; ranks start with a 2 s seeded skew, so every start and end reallocates the whole cluster",
     }
+    if scenario_points:
+        s_target = next(p for p in scenario_points if p["gpus"] == target_gpus)
+        checks += [
+            check(f"scenario_wall_seconds_{target_gpus}_gpus", s_target["wall_s"], "s", "<=", 2.0 if not quick else None),
+            check("scenario_concurrent_flows", s_target["concurrent_flows"], "flows", ">=", 1000 if not quick else None),
+        ]
+        detail["scenario_points"] = scenario_points
+        detail["scenario_exponent"] = _fit_exponent(scenario_points, "wall_s")
+        detail["scenario_form"] = ("run_scenario on storage.kind: cluster (benchmarks/cluster.py cluster_scenario); the kind lumps "
+                                   "identical nodes and clients and all ranks start together: the easy case")
+    return {"id": 6, "name": f"scale: cluster checkpoint, {target_gpus} GPUs -> 6-node EC 4+2 store", "checks": checks, "detail": detail}
 
 
 def _iowatt_command() -> list[str]:
@@ -495,12 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     only = {int(x) for x in args.only.split(",") if x.strip()} if args.only else set(range(1, 9))
     began = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    single_wall = None
     plan: list[tuple[int, Callable[[], dict[str, Any]]]] = [
         (1, lambda: row_single(repeat)),
         (2, lambda: row_bytes_independence(repeat)),
         (3, lambda: row_fill_study(min(repeat, 5) if not args.quick else 1)),
-        (4, lambda: row_per_io_reference(repeat, args.quick, single_wall)),
+        (4, lambda: row_per_io_reference(repeat, args.quick)),
         (5, lambda: row_per_io_mode(min(repeat, 3), args.quick)),
         (6, lambda: row_scale(repeat, args.quick)),
         (7, lambda: row_cli(repeat)),
@@ -509,13 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     for ident, fn in plan:
         if ident not in only:
             continue
-        if ident == 4 and single_wall is None:
-            single_wall = row_single(repeat)["detail"]["engine_wall_ms"] / 1e3
         started = time.perf_counter()
         row = fn()
         row["bench_seconds"] = time.perf_counter() - started
-        if ident == 1:
-            single_wall = row["detail"]["engine_wall_ms"] / 1e3
         rows.append(row)
         print(f"row {ident} done in {row['bench_seconds']:.1f} s", file=sys.stderr, flush=True)
     document = {

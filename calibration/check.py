@@ -2,8 +2,8 @@
 
 Each error is printed next to the job's own run-to-run spread: a miss within
 NOISE_SIGMAS spreads is "within noise", not a model error.  The prediction
-uses the profile's queue law; `simulator_MBps` is what the simulator's own law
-(parallel, models.ssd.closed_loop) gives on the same SSDSpec.
+is models.ssd's law on the profile's SSDSpec with the profile's write-queueing
+choice; `simulator_MBps` is models.ssd.closed_loop, what `iowatt run` gives.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from calibration import bundle, profile
 from calibration.dataset import load_jobs
-from calibration.model import LAWS, predict
+from calibration.model import predict, simulator_predict
 from models.ssd import SSDSpec
 
 NOISE_SIGMAS = 2.0  # a miss within two run-to-run standard deviations is indistinguishable from noise (~95 % for normal noise)
@@ -22,10 +22,8 @@ NOISE_SIGMAS = 2.0  # a miss within two run-to-run standard deviations is indist
 
 def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> dict[str, Any]:
     values, calibration, _ = profile.load(profile_path)
-    law = calibration.get("queue_law", "parallel")
-    if law not in LAWS:
-        raise profile.ProfileError(f"--profile {profile_path}: calibration.queue_law: expected one of {', '.join(LAWS)}, found {law!r}")
     spec = SSDSpec.model_validate(values)
+    writes_queue = bool(calibration.get("writes_queue", False))
     manifest = bundle.load(bundle_path)
     jobs = load_jobs(bundle_path, manifest)
     held = set((calibration.get("holdout") or {}).get("jobs") or [])
@@ -40,7 +38,7 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
             raise bundle.BundleError(f"--profile {profile_path}: it holds back no jobs of this bundle; calibrate with --holdout > 0, or pass --all")
     rows = []
     for job in chosen:
-        p = predict(spec, job, law)
+        p = predict(spec, job, writes_queue)
         error = (p["bw_Bps"] / job.bw_Bps - 1) * 100
         noise = NOISE_SIGMAS * job.spread * 100
         rows.append(
@@ -48,8 +46,8 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
                 "job": job.id,
                 "measured_MBps": round(job.bw_Bps / 1e6, 3),
                 "predicted_MBps": round(p["bw_Bps"] / 1e6, 3),
-                # what `iowatt run` predicts for this job on the profile's SSDSpec today (the simulator's parallel law)
-                "simulator_MBps": round(predict(spec, job, "parallel")["bw_Bps"] / 1e6, 3),
+                # what `iowatt run` predicts on the same SSDSpec today (models.ssd.closed_loop: writes buffered)
+                "simulator_MBps": round(simulator_predict(spec, job)["bw_Bps"] / 1e6, 3),
                 "error_pct": round(error, 2),
                 "spread_pct": round(job.spread * 100, 2) if job.runs > 1 else None,
                 "runs": job.runs,
@@ -63,7 +61,7 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
         "bundle": str(bundle_path),
         "profile": str(profile_path),
         "selection": selection,
-        "queue_law": law,
+        "writes_queue": writes_queue,
         "jobs": rows,
         "summary": {
             "jobs": len(rows),

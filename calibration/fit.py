@@ -1,8 +1,8 @@
 """Fit drive parameters to a bundle's jobs: scipy.optimize.least_squares on log throughput.
 
-The law is calibration.model.predict (models.ssd's functions on an SSDSpec,
-under the parallel or the balanced queue law); both laws are fitted and the
-one with the lower weighted cost is kept.
+The law is calibration.model.predict (models.ssd's law on an SSDSpec); it is
+fitted with writes buffered and with writes queueing, and the lower weighted
+cost wins.
 
 Residual of job i: log(predicted_i / measured_i) / sigma_i, sigma_i = sqrt(spread_i^2 + floor^2),
 with spread_i the job's run-to-run relative spread, so noisy jobs weigh less.
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from calibration.model import ALL_FIELDS, FIELDS, LAWS, Job, QueueLaw, predict
+from calibration.model import ALL_FIELDS, FIELDS, Job, predict
 from models.ssd import SSDSpec
 
 SPREAD_FLOOR = 0.03  # assumed: 3 %, below the smallest run-to-run spread a 1 s fio job shows on any machine we measured
@@ -47,9 +47,9 @@ class FitResult:
     cost: float
     dof: int
     s: float
-    law: QueueLaw = "parallel"
     spec: SSDSpec | None = None
-    law_costs: dict[str, float] = field(default_factory=dict)
+    writes_queue: bool = True
+    costs: dict[str, float] = field(default_factory=dict)  # weighted cost with writes "buffered" / "queueing"
     power: dict[str, Any] = field(default_factory=dict)
 
 
@@ -87,10 +87,10 @@ def _initial(base: dict[str, float], jobs: list[Job], direction: str) -> dict[st
     return guess
 
 
-def residual_rows(spec: SSDSpec, jobs: list[Job], law: QueueLaw) -> list[dict[str, Any]]:
+def residual_rows(spec: SSDSpec, jobs: list[Job], writes_queue: bool = True) -> list[dict[str, Any]]:
     rows = []
     for job in jobs:
-        p = predict(spec, job, law)
+        p = predict(spec, job, writes_queue)
         rows.append(
             {
                 "job": job.id,
@@ -105,17 +105,19 @@ def residual_rows(spec: SSDSpec, jobs: list[Job], law: QueueLaw) -> list[dict[st
     return rows
 
 
-def fit(jobs: list[Job], base: SSDSpec, laws: tuple[QueueLaw, ...] = LAWS, loss: str = "soft_l1") -> FitResult:
-    """Fit under each queue law and keep the one with the lower weighted cost."""
+def fit(jobs: list[Job], base: SSDSpec, loss: str = "soft_l1", writes_queue: bool | None = None) -> FitResult:
+    """Least squares of the fields the jobs inform (the others keep `base`'s values), with writes buffered and
+    queueing (or only the one given), keeping the lower weighted cost."""
     if not jobs:
         raise FitError("no jobs to fit (is the holdout fraction too large?)")
-    results = [_fit_law(jobs, base, law, loss) for law in laws]
+    choices = (False, True) if writes_queue is None else (writes_queue,)
+    results = [_fit_one(jobs, base, loss, queue) for queue in choices]
     best = min(results, key=lambda r: r.cost)
-    best.law_costs = {r.law: r.cost for r in results}
+    best.costs = {("queueing" if r.writes_queue else "buffered"): r.cost for r in results}
     return best
 
 
-def _fit_law(jobs: list[Job], base: SSDSpec, law: QueueLaw, loss: str) -> FitResult:
+def _fit_one(jobs: list[Job], base: SSDSpec, loss: str, writes_queue: bool) -> FitResult:
     base_values = base.model_dump()
     has_read = any(j.read_fraction > 0 for j in jobs)
     has_write = any(j.read_fraction < 1 for j in jobs)
@@ -142,7 +144,7 @@ def _fit_law(jobs: list[Job], base: SSDSpec, law: QueueLaw, loss: str) -> FitRes
         trial = dict(values)
         trial.update({n: math.exp(v) for n, v in zip(names, x, strict=True)})
         spec = spec_of(trial)
-        predicted = np.log([predict(spec, j, law)["bw_Bps"] for j in jobs])
+        predicted = np.log([predict(spec, j, writes_queue)["bw_Bps"] for j in jobs])
         return (predicted - measured) * weights
 
     names = list(free)
@@ -181,12 +183,12 @@ def _fit_law(jobs: list[Job], base: SSDSpec, law: QueueLaw, loss: str) -> FitRes
         informed=names,
         not_informed=not_informed,
         rel_stderr=rel_stderr,
-        residuals=residual_rows(spec, jobs, law),
+        residuals=residual_rows(spec, jobs, writes_queue),
         cost=cost,
         dof=dof,
         s=math.sqrt(s2) if math.isfinite(s2) else float("nan"),
-        law=law,
         spec=spec,
+        writes_queue=writes_queue,
     )
 
 

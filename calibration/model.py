@@ -1,33 +1,35 @@
-"""The drive law the fit and the check use: models.ssd's own functions, combined by a closed-loop queue law.
+"""The drive law the fit and the check use: models.ssd.closed_loop's law, with one switch for write queueing.
 
 Nothing here re-derives device physics.  For a job of block size b, read
-share f (of bytes) and N = iodepth x numjobs requests in flight, on an SSDSpec:
+share f and N = iodepth x numjobs requests in flight, on an SSDSpec (every
+term from models.ssd):
 
-    D(b) = b x models.ssd.mixed_seconds_per_byte(spec, b, f, pattern, overwrite=False)
-           service seconds per request at the drive's ceiling (block-size law, read/write
-           interference and the link, exactly as the simulator's constraints use them)
-    L0(b) = f x unloaded_latency_s(spec, b, read) + (1 - f) x unloaded_latency_s(spec, b, write)
-           the QD1 latency (datasheet 4 KiB latency + extra transfer)
+    C(b)  = 1 / (b x mixed_seconds_per_byte)       the ceiling (block-size law, interference, link)
+    L0(b) = f x unloaded_latency_s(read) + (1 - f) x unloaded_latency_s(write)     the QD1 latency
+    X(N)  = min(N' / (L0 + (N' - 1) S), C),  R = N / X,  N' = min(N, device queue limit)
 
-Two queue laws, both exact results for closed queueing networks (Lazowska et
-al., "Quantitative System Performance", 1984, ch. 5, asymptotic and balanced
-bounds):
+the mean-value solution of a closed network of balanced queueing units
+(models.ssd's docstring; Reiser & Lavenberg 1980), where S is the time per
+request that queues behind other requests:
 
-- ``parallel`` (the simulator's law, models.ssd.closed_loop): the drive serves
-  requests concurrently until its ceiling, X = min(N / L0, 1 / D).  Right for
-  a flash drive with many dies: latency stays at L0 until the drive saturates.
-- ``balanced``: the request crosses a chain of L0 / D stages that each queue
-  (guest block layer, virtio ring, hypervisor I/O thread, host device), so
-  every extra request in flight adds one bottleneck service time to the
-  response time: R(N) = L0 + (N - 1) x D, X = N / R(N) (the exact solution of
-  a balanced network).  A virtual disk behaves like this: measured on this
-  project's VM (virtio, /dev/vda), 4 KiB random-read latency rose
-  67, 83, 106, 162, 251, 476, 893 us at QD 1..64, i.e. 67 us + (N - 1) x 13.5 us
-  within 8 % (bundle notes in docs/calibration.md).
+- ``writes_queue=False``: S = f x read seconds per request.  models.ssd's own
+  law (closed_loop): an enterprise SSD acknowledges writes from its
+  power-protected buffer, so only reads collide on flash units.
+- ``writes_queue=True``: S = b x (f x read + (1 - f) x write seconds per byte),
+  reads and writes alike.
+  A virtual disk queues writes too: on this project's VM (virtio /dev/vda),
+  4 KiB random writes at QD 1, 4, 16, 64 took 67, 97, 229, 681 us, i.e.
+  67 us + (N - 1) x ~10 us, the same balanced growth as its reads
+  (67 us + (N - 1) x 13.5 us, QD 1..64, within 8 %), where a buffered drive's
+  latency would stay flat until the ceiling (docs/calibration.md).
 
-Both laws share the same asymptotes (1/L0 at N = 1 and 1/D as N grows), so a
-profile's parameters mean the same thing under either; the fit picks the law
-with the lower weighted cost and records it in the profile.
+The fit tries both and keeps the better (lower weighted cost); the profile
+records the choice.  With writes_queue=False (or for read-only jobs) the
+prediction is exactly models.ssd.closed_loop, the law `iowatt run` uses
+(tests/test_calibration_fit.py and tests/test_calibration_profile.py check
+both).  SSDSpec has no field for the switch yet, so `iowatt run` applies the
+buffered law to a profile's writes; `iowatt validate` prints that prediction
+next to the profile's (simulator_MBps).
 
 Writes to fio's test file are modelled fresh-out-of-box (overwrite=False):
 a test file laid out moments before is not the steady-state garbage-collected
@@ -38,13 +40,10 @@ fio bundle and keeps the base device's value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from models import ssd as ssd_model
 from models.ssd import SSDSpec
-
-QueueLaw = Literal["parallel", "balanced"]
-LAWS: tuple[QueueLaw, ...] = ("parallel", "balanced")
 
 # The SSDSpec fields a fio bundle informs, per direction (names as in SSDSpec).
 FIELDS = {
@@ -85,31 +84,33 @@ def as_spec(values: SSDSpec | dict[str, Any]) -> SSDSpec:
     return values if isinstance(values, SSDSpec) else SSDSpec.model_validate(values)
 
 
-def service_and_latency(spec: SSDSpec, job: Job) -> tuple[float, float]:
-    """(D seconds per request at the ceiling, L0 seconds at QD1) from models.ssd."""
+def service_and_latency(spec: SSDSpec, job: Job, writes_queue: bool = True) -> tuple[float, float, float]:
+    """(seconds per request at the ceiling, S the seconds per request that queue, L0 seconds at QD1)."""
     f = job.read_fraction
-    d = job.bs * ssd_model.mixed_seconds_per_byte(spec, job.bs, f, job.pattern, overwrite=OVERWRITE, fill=FILL)
-    l0 = 0.0
-    if f > 0:
-        l0 += f * ssd_model.unloaded_latency_s(spec, job.bs, False)
-    if f < 1:
-        l0 += (1 - f) * ssd_model.unloaded_latency_s(spec, job.bs, True)
-    return d, max(l0, d)  # a request cannot finish faster than its own service
+    ceiling_s = job.bs * ssd_model.mixed_seconds_per_byte(spec, job.bs, f, job.pattern, overwrite=OVERWRITE, fill=FILL)
+    # S: the flash-unit (or stage) time that queues; models.ssd.read_queue_seconds is the read term
+    queue_s = f * job.bs * ssd_model.read_seconds_per_byte(spec, job.bs, job.pattern)
+    if writes_queue and f < 1:
+        queue_s += (1 - f) * job.bs * ssd_model.write_seconds_per_byte(spec, job.bs, job.pattern, OVERWRITE, FILL)
+    l0 = f * ssd_model.unloaded_latency_s(spec, job.bs, False) + (1 - f) * ssd_model.unloaded_latency_s(spec, job.bs, True)
+    return ceiling_s, queue_s, l0
 
 
-def predict(values: SSDSpec | dict[str, Any], job: Job, law: QueueLaw = "parallel") -> dict[str, Any]:
-    """Throughput (B/s), IOPS, mean latency (us) and the bound of one fio job."""
+def predict(values: SSDSpec | dict[str, Any], job: Job, writes_queue: bool = True) -> dict[str, Any]:
+    """Throughput (B/s), IOPS, mean latency (us) and the binding term of one fio job (module docstring)."""
     spec = as_spec(values)
+    ceiling_s, queue_s, l0 = service_and_latency(spec, job, writes_queue)
+    limit = ssd_model.device_queue_limit(spec.interface)
     n = job.inflight
-    d, l0 = service_and_latency(spec, job)
-    if law == "parallel":
-        bw, latency_s = ssd_model.closed_loop(spec, job.bs, n, job.read_fraction, job.pattern, overwrite=OVERWRITE, fill=FILL)
-        iops = bw / job.bs
-        bound = "ceiling" if 1.0 / d <= n / l0 else "queue-depth"
-    elif law == "balanced":
-        latency_s = l0 + (n - 1) * d
-        iops = n / latency_s
-        bound = "ceiling" if (n - 1) * d >= l0 else "queue-depth"
-    else:
-        raise ValueError(f"queue law: expected one of {', '.join(LAWS)}, found {law!r}")
-    return {"bw_Bps": iops * job.bs, "iops": iops, "lat_us": latency_s * 1e6, "bound": bound}
+    in_device = n if limit is None else min(n, limit)
+    concurrency = in_device / (l0 + (in_device - 1) * queue_s)
+    ops = min(concurrency, 1.0 / ceiling_s)
+    bound = "ceiling" if 1.0 / ceiling_s <= concurrency or (in_device - 1) * queue_s >= l0 else "queue-depth"
+    return {"bw_Bps": ops * job.bs, "iops": ops, "lat_us": n / ops * 1e6, "bound": bound}
+
+
+def simulator_predict(values: SSDSpec | dict[str, Any], job: Job) -> dict[str, float]:
+    """What `iowatt run` predicts today: models.ssd.closed_loop on the same SSDSpec."""
+    spec = as_spec(values)
+    bw, latency_s = ssd_model.closed_loop(spec, job.bs, job.inflight, job.read_fraction, job.pattern, overwrite=OVERWRITE, fill=FILL)
+    return {"bw_Bps": bw, "iops": bw / job.bs, "lat_us": latency_s * 1e6}

@@ -36,14 +36,39 @@ def _number(value: float) -> float:
     return float(f"{value:.6g}") if math.isfinite(value) else value
 
 
+def inventory_measurements(bundle_path: Path) -> dict[str, tuple[float, str]]:
+    """Fields the bundle's inventory measured directly: the block device's capacity (sectors x 512 from /sys/block)."""
+    import json
+
+    try:
+        info = json.loads((bundle_path / "inventory.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    device = info.get("block_device") or {}
+    size = device.get("size_bytes")
+    if not isinstance(size, int | float) or size <= 0:
+        return {}
+    return {"capacity_TB": (size / 1e12, f"{bundle_path}/inventory.json: /sys/block/{device.get('name')}/size x 512 B")}
+
+
 def profile_name(output: Path) -> str:
     name = re.sub(r"[^a-z0-9]+", "-", output.stem.lower()).strip("-")
     return name or "calibrated"
 
 
 def build(
-    name: str, base_name: str, bundle_path: str, manifest: Any, result: FitResult, holdout: list[str], training: list[str], seed: int, fraction: float
+    name: str,
+    base_name: str,
+    bundle_path: str,
+    manifest: Any,
+    result: FitResult,
+    holdout: list[str],
+    training: list[str],
+    seed: int,
+    fraction: float,
+    measured: dict[str, tuple[float, str]] | None = None,
 ) -> dict[str, Any]:
+    """The profile document.  `measured`: fields read off the machine (value, source), e.g. the capacity from the inventory."""
     from models import catalog
 
     base = catalog.lookup("ssd", base_name)
@@ -62,6 +87,9 @@ def build(
     for key, value in values.items():
         if key == "name":
             continue
+        if measured and key in measured:
+            fields[key] = {"v": _number(measured[key][0]), "p": "measured", "src": measured[key][1]}
+            continue
         if key in calibrated:
             note = f"fitted by iowatt calibrate on {len(training)} jobs (base {base_name})"
             if key in result.rel_stderr:
@@ -73,8 +101,8 @@ def build(
         prov = base.provenance.get(key)
         if prov is None:
             if key == "model":  # the measured device, not the base drive
-                measured = manifest.target.get("model") or manifest.target.get("device") or "unknown device"
-                value = f"{measured} (calibrated from {bundle_path}; unmeasured fields from {base_name})"
+                device = manifest.target.get("model") or manifest.target.get("device") or "unknown device"
+                value = f"{device} (calibrated from {bundle_path}; unmeasured fields from {base_name})"
             fields[key] = value
             continue
         wrapped: dict[str, Any] = {"v": value, "p": prov.p}
@@ -83,6 +111,12 @@ def build(
         why = result.not_informed.get(key, "not a parameter of the fio fit")
         wrapped["note"] = "; ".join(x for x in (prov.note, f"base {base_name} value, not informed by {bundle_path}: {why}") if x)
         fields[key] = wrapped
+    fields["writes_queue"] = {
+        "v": bool(result.writes_queue),
+        "p": "calibrated",
+        "src": bundle_path,
+        "note": "the fit compared writes acknowledged from a buffer with writes that queue on the units, and kept the better",
+    }
     uncertainty = {
         k: {"value": _number(result.values[k]), "rel_stderr": _number(result.rel_stderr[k]), "stderr": _number(result.values[k] * result.rel_stderr[k])}
         for k in result.informed
@@ -103,9 +137,10 @@ def build(
                 "model": manifest.target.get("model"),
                 "filesystem": manifest.target.get("filesystem"),
             },
-            "model": "models.ssd block-size law and QD1 latency, combined by the queue law below; see calibration/model.py",
-            "queue_law": result.law,
-            "queue_law_costs": {k: _number(v) for k, v in result.law_costs.items()},
+            "model": "models.ssd law: X = min(N / (L0 + (N - 1) S), ceiling); see calibration/model.py",
+            # also in the entry (SSDSpec.writes_queue), so `iowatt run` uses the same law
+            "writes_queue": result.writes_queue,
+            "costs": {k: _number(v) for k, v in result.costs.items()},
             "calibrated": sorted(calibrated),
             "not_informed": dict(sorted(result.not_informed.items())),
             "uncertainty": uncertainty,

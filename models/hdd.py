@@ -45,7 +45,16 @@ Command reordering with n queued requests:
     integral_0^inf (1 - F(t))^n dt, computed by quadrature.  At n = 1 it equals
     mean seek + half a revolution.
   * fcfs: no reordering.
-Both reordering laws are monotone non-increasing in n.
+  * rpo (what the catalog drives use): real firmware rotational position
+    ordering achieves only part of the ideal SATF cut in positioning time,
+        pos_rpo(n) = pos(1) - eta (pos(1) - pos_satf(n)),   0 < eta <= 1,
+    because it must plan with a guard band against seek-time variance (a
+    command predicted to arrive just in time is scheduled a revolution late),
+    and because the queue left after each pick is biased toward expensive
+    commands (Jacobson & Wilkes 1991; Worthington, Ganger & Patt 1994 found
+    SATF gains well below the independent-candidates bound).  eta is the
+    catalog's `reorder_efficiency`, calibrated (see models/catalog/hdd.yaml).
+All reordering laws are monotone non-increasing in n.
 
 Throughput and latency at a queue depth (Little's law): one actuator serves
 one command at a time, so with n commands always outstanding
@@ -64,7 +73,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from models import catalog
 from models.links import LinkSpec, link_payload_Bps
 
-Scheduling = Literal["fcfs", "elevator", "satf"]
+Scheduling = Literal["fcfs", "elevator", "satf", "rpo"]
 Access = Literal["random", "sequential"]
 
 
@@ -89,6 +98,9 @@ class HDDSpec(BaseModel):
     inner_outer_ratio: float = Field(default=0.5, gt=0, le=1, description="ID / OD media rate (zoned recording)")
     command_overhead_ms: float = Field(default=0.1, ge=0, description="controller time per command")
     scheduling: Scheduling = Field(default="satf", description="how the drive reorders queued commands")
+    reorder_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="share of the ideal SATF positioning cut that firmware reordering achieves (scheduling rpo)"
+    )
     idle_W: float = Field(ge=0, description="spinning, heads loaded, no commands")
     random_W: float = Field(gt=0, description="average power while seeking continuously (random I/O)")
     sequential_W: float = Field(gt=0, description="average power while streaming (sequential I/O)")
@@ -179,10 +191,27 @@ def stroke_fraction(spec: HDDSpec, span_fraction: float) -> float:
     return (1.0 - math.sqrt(max(0.0, 1.0 - 2.0 * k * span_fraction * total))) / k
 
 
-def media_rate_Bps(spec: HDDSpec, span_fraction: float = 1.0) -> float:
-    """Mean media rate over the outer `span_fraction` of the capacity (sequential, or per byte of random)."""
-    x = stroke_fraction(spec, span_fraction)
+def _cluster_positions(spec: HDDSpec, span_fraction: float, clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stroke positions (mid, width) of `clusters` equal pieces holding the data share `span_fraction`,
+    piece i at the start of the i-th 1/clusters of the capacity (an allocator that spreads directories
+    over allocation groups: XFS inode64 rotates new directories over its AGs and keeps files beside
+    their directory, xfs_ialloc_ag_select)."""
+    k = int(clusters)
+    starts = np.arange(k) / k
+    piece = span_fraction / k
+    lo = np.array([stroke_fraction(spec, max(c, 1e-12)) if c > 0 else 0.0 for c in starts])
+    hi = np.array([stroke_fraction(spec, min(1.0, c + piece)) for c in starts])
+    return (lo + hi) / 2.0, hi - lo
+
+
+def media_rate_Bps(spec: HDDSpec, span_fraction: float = 1.0, clusters: int = 1) -> float:
+    """Mean media rate over the data: the outer `span_fraction` of the capacity (sequential, or per byte
+    of random), or `clusters` pieces spread over the disk (rate proportional to radius at each piece)."""
     k = 1.0 - spec.inner_outer_ratio
+    if clusters > 1:
+        mids, _ = _cluster_positions(spec, span_fraction, clusters)
+        return spec.outer_transfer_MBps * 1e6 * float(np.mean(1.0 - k * mids))
+    x = stroke_fraction(spec, span_fraction)
     mean_radius = 1.0 - k * x / 2.0
     return spec.outer_transfer_MBps * 1e6 * mean_radius
 
@@ -197,6 +226,41 @@ def _beta_mean_seek(spec: HDDSpec, x_span: float, n: int, write: bool) -> float:
     u = np.linspace(0.0, 1.0, _GRID)
     w = (n + 1) * (1.0 - u) ** n
     return float(np.trapezoid(seek_seconds(spec, x_span * u, write) * w, u))
+
+
+def _distance_law(spec: HDDSpec, span_fraction: float, clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seek distances d (stroke fractions) between two uniform data positions, with probability weights.
+
+    One contiguous span X: d = X u, density 2 (1 - u).  `clusters` pieces: the same cluster with
+    probability 1/k (d = width u, density 2 (1 - u)); another cluster j with probability 1/k each,
+    d = |mid_i - mid_j| (the pieces' widths are small beside their spacing)."""
+    u = np.linspace(0.0, 1.0, _GRID)
+    tri = 2.0 * (1.0 - u)
+    tri = tri * np.gradient(u)  # quadrature weights of the density 2 (1 - u)
+    tri /= tri.sum()
+    if clusters <= 1:
+        return stroke_fraction(spec, span_fraction) * u, tri
+    k = int(clusters)
+    mids, widths = _cluster_positions(spec, span_fraction, k)
+    same_d = np.concatenate([wd * u for wd in widths])
+    same_w = np.tile(tri, k) / (k * k)
+    i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    off = i != j
+    cross_d = np.abs(mids[i[off]] - mids[j[off]])
+    cross_w = np.full(cross_d.size, 1.0 / (k * k))
+    return np.concatenate([same_d, cross_d]), np.concatenate([same_w, cross_w])
+
+
+@lru_cache(maxsize=4096)
+def _satf_general(spec: HDDSpec, span_fraction: float, clusters: int, n: int, write: bool) -> float:
+    """E[min over n candidates of seek(D) + R] for the distance law of a clustered layout, R ~ U(0, T_rev)."""
+    rev = revolution_seconds(spec)
+    d, w = _distance_law(spec, span_fraction, clusters)
+    s = seek_seconds(spec, d, write)
+    t = np.linspace(0.0, float(s.max()) + rev, _GRID)
+    cdf = np.clip((t[:, None] - s[None, :]) / rev, 0.0, 1.0) @ w
+    survival = np.clip(1.0 - cdf, 0.0, 1.0) ** n
+    return float(np.trapezoid(survival, t))
 
 
 @lru_cache(maxsize=4096)
@@ -216,20 +280,42 @@ def _satf_positioning(spec: HDDSpec, x_span: float, n: int, write: bool) -> floa
 
 
 def positioning_seconds(
-    spec: HDDSpec, queue_depth: int = 1, span_fraction: float = 1.0, write: bool = False, scheduling: Scheduling | None = None
+    spec: HDDSpec,
+    queue_depth: int = 1,
+    span_fraction: float = 1.0,
+    write: bool = False,
+    scheduling: Scheduling | None = None,
+    clusters: int = 1,
 ) -> float:
-    """Mean seek + rotational latency per command when `queue_depth` commands are queued."""
+    """Mean seek + rotational latency per command when `queue_depth` commands are queued.
+
+    `clusters` > 1: the data are that many pieces spread over the disk (see _cluster_positions);
+    elevator ordering is then not modelled (ValueError)."""
     n = max(1, int(queue_depth))
     policy = scheduling or spec.scheduling
+    if clusters > 1:
+        if policy == "elevator":
+            raise ValueError("elevator ordering over a clustered layout is not modelled; use fcfs, satf or rpo")
+        qd1 = _satf_general(spec, span_fraction, int(clusters), 1, write)
+        if policy == "fcfs":
+            return qd1
+        ideal = _satf_general(spec, span_fraction, int(clusters), n, write)
+        return ideal if policy == "satf" else qd1 - spec.reorder_efficiency * (qd1 - ideal)
     x = stroke_fraction(spec, span_fraction)
     if policy == "satf":
         return _satf_positioning(spec, x, n, write)
+    if policy == "rpo":
+        qd1 = _satf_positioning(spec, x, 1, write)
+        return qd1 - spec.reorder_efficiency * (qd1 - _satf_positioning(spec, x, n, write))
     seek = _beta_mean_seek(spec, x, n if policy == "elevator" else 1, write)
     return seek + rotational_latency_seconds(spec)
 
 
-def mean_seek_seconds(spec: HDDSpec, span_fraction: float = 1.0, write: bool = False) -> float:
-    """Mean seek between two uniform positions within the span (no reordering)."""
+def mean_seek_seconds(spec: HDDSpec, span_fraction: float = 1.0, write: bool = False, clusters: int = 1) -> float:
+    """Mean seek between two uniform positions within the data (no reordering)."""
+    if clusters > 1:
+        d, w = _distance_law(spec, span_fraction, clusters)
+        return float(seek_seconds(spec, d, write) @ w)
     return _beta_mean_seek(spec, stroke_fraction(spec, span_fraction), 1, write)
 
 
@@ -243,22 +329,23 @@ def random_service_seconds(
     span_fraction: float = 1.0,
     write: bool = False,
     scheduling: Scheduling | None = None,
+    clusters: int = 1,
 ) -> float:
     """Time the actuator is busy for one random command of `block_bytes`."""
-    transfer = block_bytes / min(media_rate_Bps(spec, span_fraction), link_payload_Bps(spec.link))
-    positioning = positioning_seconds(spec, queue_depth, span_fraction, write, scheduling)
+    transfer = block_bytes / min(media_rate_Bps(spec, span_fraction, clusters), link_payload_Bps(spec.link))
+    positioning = positioning_seconds(spec, queue_depth, span_fraction, write, scheduling, clusters)
     return spec.command_overhead_ms / 1e3 + positioning + transfer
 
 
 def random_read_service_seconds(
-    spec: HDDSpec, block_bytes: float, qd: int = 1, span_fraction: float = 1.0, scheduling: Scheduling | None = None
+    spec: HDDSpec, block_bytes: float, qd: int = 1, span_fraction: float = 1.0, scheduling: Scheduling | None = None, clusters: int = 1
 ) -> float:
-    return random_service_seconds(spec, block_bytes, qd, span_fraction, False, scheduling)
+    return random_service_seconds(spec, block_bytes, qd, span_fraction, False, scheduling, clusters)
 
 
-def sequential_seconds_per_byte(spec: HDDSpec, span_fraction: float = 1.0) -> float:
+def sequential_seconds_per_byte(spec: HDDSpec, span_fraction: float = 1.0, clusters: int = 1) -> float:
     """Streaming: no seeks or rotational waits (track skew and read-ahead hide them)."""
-    return 1.0 / min(media_rate_Bps(spec, span_fraction), link_payload_Bps(spec.link))
+    return 1.0 / min(media_rate_Bps(spec, span_fraction, clusters), link_payload_Bps(spec.link))
 
 
 def seconds_per_byte(
@@ -268,10 +355,11 @@ def seconds_per_byte(
     queue_depth: int = 1,
     span_fraction: float = 1.0,
     write: bool = False,
+    clusters: int = 1,
 ) -> float:
     if access == "sequential":
-        return sequential_seconds_per_byte(spec, span_fraction)
-    return random_service_seconds(spec, block_bytes, queue_depth, span_fraction, write) / block_bytes
+        return sequential_seconds_per_byte(spec, span_fraction, clusters)
+    return random_service_seconds(spec, block_bytes, queue_depth, span_fraction, write, None, clusters) / block_bytes
 
 
 def at_queue_depth(
@@ -281,9 +369,10 @@ def at_queue_depth(
     span_fraction: float = 1.0,
     write: bool = False,
     scheduling: Scheduling | None = None,
+    clusters: int = 1,
 ) -> dict[str, float]:
     """Closed-loop random I/O at queue depth qd: IOPS, MB/s and mean latency (Little's law)."""
-    service = random_service_seconds(spec, block_bytes, qd, span_fraction, write, scheduling)
+    service = random_service_seconds(spec, block_bytes, qd, span_fraction, write, scheduling, clusters)
     iops = 1.0 / service
     return {"iops": iops, "MBps": iops * block_bytes / 1e6, "latency_s": qd / iops, "service_s": service}
 

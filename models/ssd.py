@@ -4,7 +4,9 @@ Block-size law (two-point fit).  One request of b bytes costs the drive
 t_fe + b / X seconds of service, where t_fe is the front-end (controller,
 command) cost per request and X the internal streaming rate.  For reads the
 two unknowns are solved so the law passes *exactly* through both datasheet
-points, 4 KiB random IOPS and 128 KiB sequential bandwidth:
+points, 4 KiB random IOPS (its ceiling C: where the datasheet gives the queue
+depth of the figure, C is solved from the concurrency law below so that the
+law meets the figure at that depth) and 128 KiB sequential bandwidth:
     t_fe + 4096 / X = 1 / IOPS_4k,    t_fe + 131072 / X = 131072 / BW_128k
 (t_fe clamped at 0 when the 4 KiB point is bandwidth-bound).  Flash has no
 seek, so random and sequential reads share the law.
@@ -26,12 +28,24 @@ equals the datasheet figure on both the 6550 and the P5336).
 
 Queue depth (closed loop).  N = iodepth x numjobs requests outstanding, each
 with unloaded latency L0(b) = L_4k + (b - 4096) / X; the drive serves at
-most X_max(b) requests per second (the block-size law).  Throughput is the
-asymptotic bound of a closed queueing network, X = min(N / L0, X_max), and
-the mean latency follows from Little's law, R = N / X.  A SATA drive holds at
-most 32 commands (NCQ tags), so N is capped at 32 in the first term and the
-rest wait in the host queue (they add latency, not throughput).
-tests/test_ssd_laws.py checks the bound against exact mean value analysis.
+most C(b) = X_max(b) requests per second (the block-size law).  An SSD is c
+parallel flash units (dies x planes behind the channels) and each request
+goes to the unit its address maps to, so requests collide on busy units
+long before all N could be served at once.  With c = C x L0 units (Little's
+law: c units busy for L0 each serve C requests per second) and requests sent
+to a uniformly random unit, exact mean value analysis of that closed network
+of c balanced single-server queues (Reiser & Lavenberg, J. ACM 27(2), 1980;
+each unit holds (N-1)/c of the others when a request arrives) gives
+    R(N) = L0 x (1 + (N - 1) / c) = L0 + (N - 1) / C,    X(N) = N / R(N),
+a smooth knee: X(1) = 1 / L0, X(c) ~ C / 2, X -> C as N grows (and never
+above it while L0 >= 1 / C).  Mean latency is Little's law, R = N / X.
+Only reads queue on the units (S = read share x 1 / C_read): writes are
+acknowledged from the power-protected write buffer and programmed later, so
+they meet the program-rate ceiling but no collisions (min with the ceiling).
+A SATA drive holds at most 32 commands (NCQ tags), so N is capped at 32 in
+X and the rest wait in the host queue (they add latency, not throughput).
+tests/test_ssd_laws.py checks the law against the MVA recursion and a
+per-request SimPy run of c units.
 
 Read/write interference.  Reads and writes share the NAND dies and the
 controller: a mix is feasible while the media utilisations add to at most
@@ -84,9 +98,14 @@ class SSDSpec(BaseModel):
     nand: Literal["slc", "mlc", "tlc", "qlc"] = "tlc"
     capacity_TB: float = Field(gt=0, description="user capacity, decimal TB")
     link: LinkSpec
+    writes_queue: bool = Field(
+        default=False,
+        description="writes queue on the flash units like reads (no power-protected write buffer, e.g. a virtual disk); "
+        "calibrated profiles set it when their fio traces say so",
+    )
     seq_read_MBps: float = Field(gt=0, description="128 KiB sequential read ceiling, MB/s")
     seq_write_MBps: float = Field(gt=0, description="128 KiB sequential write ceiling (steady state), MB/s")
-    rand_read_iops: float = Field(gt=0, description="4 KiB random read ceiling, IOPS")
+    rand_read_iops: float = Field(gt=0, description="4 KiB random read IOPS of the datasheet (the ceiling unless rand_read_iops_outstanding is given)")
     rand_write_iops: float = Field(gt=0, description="4 KiB random write ceiling (steady state), IOPS")
     read_latency_us: float = Field(default=80.0, gt=0, description="QD1 4 KiB read latency")
     write_latency_us: float = Field(default=20.0, gt=0, description="QD1 4 KiB write latency")
@@ -118,6 +137,12 @@ class SSDSpec(BaseModel):
         default=None, gt=0, description="host write rate while the pSLC cache has room (None: no cache)"
     )
     energy_per_io_uJ: float = Field(default=0.0, ge=0, description="energy per command beyond the per-byte energy")
+    rand_read_iops_outstanding: float | None = Field(
+        default=None, ge=1,
+        description="requests in flight at which the datasheet 4 KiB random-read IOPS was measured (e.g. QD512); "
+        "the ceiling is then solved from the concurrency law so the law passes through that point.  None: the "
+        "datasheet figure is taken as the ceiling (saturated)",
+    )
     endurance_rating_wa: float = Field(
         default=1.0, ge=1, description="WA of the workload the DWPD rating is quoted at (1 for 128K sequential)"
     )
@@ -134,6 +159,19 @@ class SSDSpec(BaseModel):
     @property
     def capacity_bytes(self) -> float:
         return self.capacity_TB * 1e12
+
+    @property
+    def rand_read_ceiling_iops(self) -> float:
+        """4 KiB random-read ceiling C.  A datasheet figure X measured with N requests in flight lies on the
+        concurrency law X = N / (L0 + (N - 1) / C) (module docstring), so C = (N - 1) / (N / X - L0);
+        when L0 >= N / X the point cannot lie on the law and the figure itself is taken as the ceiling."""
+        n = self.rand_read_iops_outstanding
+        if n is None or n <= 1:
+            return self.rand_read_iops
+        room = n / self.rand_read_iops - self.read_latency_us * 1e-6
+        if room <= 0.0:
+            return self.rand_read_iops
+        return max(self.rand_read_iops, (n - 1.0) / room)
 
 
 # ---------------------------------------------------------------- block-size law
@@ -153,7 +191,7 @@ def two_point_fit(bandwidth_Bps: float, iops_4k: float) -> tuple[float, float]:
 
 def front_end_seconds(spec: SSDSpec) -> float:
     """Per-command controller cost, fitted on the read datasheet points."""
-    return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)[0]
+    return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_ceiling_iops)[0]
 
 
 def per_op_seconds(bandwidth_Bps: float, iops_4k: float) -> float:
@@ -162,7 +200,7 @@ def per_op_seconds(bandwidth_Bps: float, iops_4k: float) -> float:
 
 
 def read_stream_Bps(spec: SSDSpec) -> float:
-    return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)[1]
+    return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_ceiling_iops)[1]
 
 
 def write_stream_Bps(spec: SSDSpec) -> float:
@@ -201,7 +239,7 @@ def write_amplification(
 
 def read_seconds_per_byte(spec: SSDSpec, block_bytes: float, pattern: Pattern = "rand") -> float:
     del pattern  # flash reads have no seek
-    t_fe, x = two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)
+    t_fe, x = two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_ceiling_iops)
     return 1.0 / x + t_fe / block_bytes
 
 
@@ -265,10 +303,28 @@ def device_queue_limit(interface: str) -> int | None:
     return QUEUE_LIMIT.get(interface)
 
 
+def loaded_latency_s(l0_s: float, service_s: float, outstanding: float) -> float:
+    """Mean latency with `outstanding` requests on c = l0 / service balanced units (module docstring).
+
+    R(N) = L0 + (N - 1) x S, S = 1 / C the drive's time per request at its ceiling; exact MVA of
+    the closed network of c random-routed single-server units (Reiser & Lavenberg 1980)."""
+    if outstanding < 1:
+        raise ValueError(f"outstanding requests must be >= 1, found {outstanding!r}")
+    if l0_s <= 0 or service_s < 0:
+        raise ValueError(f"latency must be > 0 and service time >= 0, found L0 {l0_s!r}, S {service_s!r}")
+    return l0_s + (outstanding - 1.0) * service_s
+
+
+def concurrency_throughput(l0_s: float, service_s: float, outstanding: float) -> float:
+    """Requests per second X(N) = N / R(N), bounded by the ceiling 1 / S (the min only binds if L0 < S)."""
+    x = outstanding / loaded_latency_s(l0_s, service_s, outstanding)
+    return x if service_s <= 0 else min(x, 1.0 / service_s)
+
+
 def closed_loop(
     spec: SSDSpec,
     block_bytes: float,
-    outstanding: int,
+    outstanding: float,
     read_share: float,
     pattern: Pattern = "rand",
     overwrite: bool = True,
@@ -276,7 +332,10 @@ def closed_loop(
 ) -> tuple[float, float]:
     """(throughput bytes/s, mean latency s) of `outstanding` = iodepth x numjobs requests in flight.
 
-    X = min(min(N, queue limit) / L0, ceiling) in requests per second; R = N / X (Little's law)."""
+    X = min(N_dev / (L0 + (N_dev - 1) S), ceiling) requests per second, N_dev = min(N, queue limit),
+    S = read share x read seconds per request (read_queue_seconds; plus the write share's program time when
+    the spec says writes queue), the ceiling the block-size law of
+    the mix; R = N / X (Little's law).  See the module docstring."""
     if outstanding < 1:
         raise ValueError(f"outstanding requests must be >= 1, found {outstanding!r}")
     ceiling_ops = 1.0 / (mixed_seconds_per_byte(spec, block_bytes, read_share, pattern, overwrite, fill) * block_bytes)
@@ -285,8 +344,20 @@ def closed_loop(
     )
     limit = device_queue_limit(spec.interface)
     in_device = outstanding if limit is None else min(outstanding, limit)
-    ops = min(in_device / l0, ceiling_ops)
+    queue_s = read_queue_seconds(spec, block_bytes, read_share, pattern)
+    if spec.writes_queue and read_share < 1:
+        queue_s += (1.0 - read_share) * write_seconds_per_byte(spec, block_bytes, pattern, overwrite, fill) * block_bytes
+    ops = min(concurrency_throughput(l0, queue_s, in_device), ceiling_ops)
     return ops * block_bytes, outstanding / ops
+
+
+def read_queue_seconds(spec: SSDSpec, block_bytes: float, read_share: float, pattern: Pattern = "rand") -> float:
+    """S of the concurrency law: flash-unit seconds per request that queue behind other requests.
+
+    Only reads queue on the units: a write is acknowledged once it is in the drive's power-protected
+    buffer (hence QD1 write latencies of 15-21 us, S04/S11) and programmed later, so writes see the
+    program-rate ceiling (the asymptotic bound) but no unit collisions."""
+    return read_share * read_seconds_per_byte(spec, block_bytes, pattern) * block_bytes
 
 
 # ---------------------------------------------------------------- power

@@ -654,6 +654,7 @@ def reproduce(names: list[str], out: Path | None) -> tuple[str, list[Path]]:
             body += [study.note, ""]
         errors: list[float] = []
         n_claims = 0
+        stems: set[str] = set()
         for section in study.sections:
             result = run_section(section, path.parent, cache)
             text.append(render_section(result))
@@ -665,7 +666,11 @@ def reproduce(names: list[str], out: Path | None) -> tuple[str, list[Path]]:
                 continue
             folder = out / study.id
             folder.mkdir(parents=True, exist_ok=True)
-            stem = folder / slug(section.title)
+            name_ = slug(section.title)
+            while name_ in stems:   # two titles alike in their first 60 characters
+                name_ += "_2"
+            stems.add(name_)
+            stem = folder / name_
             write_csv(result, stem.with_suffix(".csv"))
             written.append(stem.with_suffix(".csv"))
             if plots and section.figure != "none":

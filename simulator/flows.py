@@ -95,12 +95,13 @@ class Constraint:
 class _Token:
     """Identity of one scheduled component event; retired when the component is recomputed."""
 
-    __slots__ = ("constraints", "flows", "valid")
+    __slots__ = ("constraints", "dynamic", "flows", "valid")
 
-    def __init__(self, flows: list[Flow], constraints: list[Constraint]) -> None:
+    def __init__(self, flows: list[Flow], constraints: list[Constraint], dynamic: list[Constraint]) -> None:
         self.valid = True
         self.flows = flows
         self.constraints = constraints
+        self.dynamic = dynamic  # the constraints with Dynamics: the only ones whose state must be advanced
 
 
 class Flow:
@@ -396,6 +397,13 @@ class FlowEngine:
             self._schedule_batch()
         constraint.capacity = float(capacity)
 
+    def sync(self, constraint: Constraint) -> None:
+        """Bring a constraint's state (its Dynamics) forward to now, e.g. before reading a drive's fill.
+
+        Loads are constant between events, so advancing at the current load is
+        exact; a breakpoint reached on the way fires as it would at an event."""
+        self._advance_constraint(constraint)
+
     def set_meter_extra(self, meter: Meter, extra_W: float) -> None:
         meter.extra_W = float(extra_W)
         meter.refresh(self.env.now)
@@ -466,25 +474,32 @@ class FlowEngine:
     def _component(
         flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
     ) -> tuple[list[Flow], list[Constraint]]:
-        """Breadth-first search over flow <-> constraint adjacency.
-
-        Each level is taken with set operations on the dicts' key views, so the
-        per-edge work runs in C; the result is sorted by creation index, which
-        makes it independent of the search order (deterministic runs)."""
-        frontier_f = {f for f in flows if f not in seen_f}
-        frontier_c = {c for c in constraints if c not in seen_c}
-        comp_f: set[Flow] = set()
-        comp_c: set[Constraint] = set()
-        while frontier_f or frontier_c:
-            comp_f |= frontier_f
-            comp_c |= frontier_c
-            reached_c = set().union(*[f.usage.keys() for f in frontier_f]) if frontier_f else set()
-            reached_f = set().union(*[c.flows.keys() for c in frontier_c]) if frontier_c else set()
-            frontier_c = reached_c - comp_c
-            frontier_f = reached_f - comp_f
-        seen_f |= comp_f
-        seen_c |= comp_c
-        return sorted(comp_f, key=_by_index), sorted(comp_c, key=_by_index)
+        """Breadth-first search over flow <-> constraint adjacency (large components are mostly
+        served by the _LargeComponent cache instead); sorted by creation index."""
+        comp_f: list[Flow] = []
+        comp_c: list[Constraint] = []
+        stack_f = [f for f in flows if f not in seen_f]
+        stack_c = [c for c in constraints if c not in seen_c]
+        seen_f.update(stack_f)
+        seen_c.update(stack_c)
+        while stack_f or stack_c:
+            while stack_f:
+                f = stack_f.pop()
+                comp_f.append(f)
+                for c in f.usage:
+                    if c not in seen_c:
+                        seen_c.add(c)
+                        stack_c.append(c)
+            while stack_c:
+                c = stack_c.pop()
+                comp_c.append(c)
+                for f in c.flows:
+                    if f not in seen_f:
+                        seen_f.add(f)
+                        stack_f.append(f)
+        comp_f.sort(key=_by_index)
+        comp_c.sort(key=_by_index)
+        return comp_f, comp_c
 
     def _advance_flow(self, f: Flow, now: float) -> None:
         elapsed = now - f.last_time
@@ -517,14 +532,13 @@ class FlowEngine:
             f.last_time = now
             if f.token is not None:
                 f.token.valid = False
-        for c in constraints:
-            if c.dynamics is None:
-                c.last_time = now
-            else:
-                self._advance_constraint(c)
+        # only constraints with Dynamics have a state to advance (last_time is read by nothing else)
+        dynamic = [c for c in constraints if c.dynamics is not None]
+        for c in dynamic:
+            self._advance_constraint(c)
         rates, loads = _allocate(flows, constraints, large)
         record = self.record
-        token = _Token(flows, constraints)
+        token = _Token(flows, constraints, dynamic)
         # one event for the whole component: its next completion or breakpoint
         horizon = math.inf
         for f, r in zip(flows, rates, strict=True):
@@ -537,15 +551,12 @@ class FlowEngine:
                 if t < horizon:
                     horizon = t
         touched: dict[Meter, None] = {}
-        dynamic: list[Constraint] = []
         if loads is None:
             loads = [sum([k * f.rate for f, k in c.flows.items()]) for c in constraints]
         for c, load in zip(constraints, loads, strict=True):
             c.load = load
             if c.meters:
                 touched.update(dict.fromkeys(c.meters))
-            if c.dynamics is not None:
-                dynamic.append(c)
         for m in touched:
             m.refresh(now)
         for c in dynamic:
@@ -564,11 +575,8 @@ class FlowEngine:
         token.valid = False
         self.stats.events += 1
         now = self.env.now
-        for c in token.constraints:
-            if c.dynamics is None:
-                c.last_time = now
-            else:
-                self._advance_constraint(c)
+        for c in token.dynamic:
+            self._advance_constraint(c)
         finished: list[Flow] = []
         for f in token.flows:
             elapsed = now - f.last_time

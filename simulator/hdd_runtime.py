@@ -17,6 +17,11 @@ workload that lays out its own file (fio's `size`) sets `data_span`, the share
 of the capacity that file occupies: a fresh filesystem allocates it
 contiguously after the data already there (from the outer diameter), so the
 heads then sweep fill + data_span of the capacity.
+
+`data_clusters` (default 1: one contiguous region from the outer diameter) is the
+number of equal pieces the data lie in, spread evenly over the disk, as a
+filesystem that spreads directories over allocation groups lays out a tree of
+small files (XFS inode64 on 8 TB: 8 AGs of 1 TB; models.hdd._cluster_positions).
 """
 
 from __future__ import annotations
@@ -41,9 +46,12 @@ class HddRuntime:
         fill: float = 0.0,
         access: Access = "random",
         queue_depth: int = 1,
+        data_clusters: int = 1,
     ) -> None:
         if queue_depth < 1:
             raise ValueError(f"queue_depth must be >= 1, found {queue_depth}")
+        if data_clusters < 1:
+            raise ValueError(f"data_clusters must be >= 1, found {data_clusters}")
         self.name = name
         self.spec = spec
         self.fill = fill
@@ -52,6 +60,7 @@ class HddRuntime:
         self.power_state = 0
         self.cap_W: float | None = None
         self.data_span: float | None = None
+        self.data_clusters: int = int(data_clusters)
         link = link_payload_Bps(spec.link)
         self.link_write = engine.constraint(f"{name}.link_write", link)
         self.link_read = engine.constraint(f"{name}.link_read", link)
@@ -81,7 +90,7 @@ class HddRuntime:
         qd = queue_depth or self.queue_depth
         if self.spec.interface == "sata":
             qd = min(qd, SATA_NCQ_DEPTH)  # the drive reorders only what it holds: 32 NCQ tags
-        busy = seconds_per_byte(self.spec, block_bytes, pattern, qd, self.span_fraction, write)
+        busy = seconds_per_byte(self.spec, block_bytes, pattern, qd, self.span_fraction, write, self.data_clusters)
         dynamic_W = active_watts(self.spec, pattern) - self.spec.idle_W
         return [
             (link, share),

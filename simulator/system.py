@@ -116,6 +116,11 @@ class _DriveFields(BaseModel):
     device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
     power_state: int = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity already holding data")
+    layout_clusters: int = Field(
+        default=1, ge=1, le=1024,
+        description="hard disks: equal pieces the data lie in, spread evenly over the disk (filesystem allocation groups); "
+        "1 = contiguous from the outer edge",
+    )
 
     @field_validator("device")
     @classmethod
@@ -368,7 +373,7 @@ class HostRuntime:
 def _drive_runtimes(engine: FlowEngine, prefix: str, drives: _DriveFields, count: int) -> list[Any]:
     spec = drives.device_spec()
     if isinstance(spec, HDDSpec):
-        return [HddRuntime(engine, f"{prefix}hdd{i}", spec, drives.fill) for i in range(count)]
+        return [HddRuntime(engine, f"{prefix}hdd{i}", spec, drives.fill, data_clusters=drives.layout_clusters) for i in range(count)]
     return [SSDRuntime(engine, f"{prefix}ssd{i}", spec, drives.power_state, drives.fill) for i in range(count)]
 
 

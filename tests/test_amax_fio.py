@@ -1,11 +1,11 @@
 """AMAX single-drive fio table (randread 128 KiB, QD32, numjobs 1) reproduced from catalog values.
 
 Oracle: the published measurements in ../shared/reference/published_results.yaml
-(amax.fio.*), tolerance 15 % for the SSDs.  For the HDD the model's ideal
-shortest-access-time-first reordering over the fio file's region is an upper
-bound on IOPS and elevator (C-LOOK) ordering a lower bound; the measurement
-must lie between them (see the closing note in the report for why the point
-prediction is outside 15 %).
+(amax.fio.*), tolerance 15 % for the SSDs (the 128 KiB QD32 points sit on
+the knee of the SSD concurrency law, models.ssd).  For the HDD the model's
+ideal shortest-access-time-first reordering over the fio file's region is an
+upper bound on IOPS and elevator (C-LOOK) ordering a lower bound; the
+measurement and the prediction must lie between them.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def test_hdd_measurement_between_elevator_and_ideal_satf(table: dict[str, dict[s
     measured = _published()["hdd"][1]
     print(f"\nHDD 128k QD32 over {span:.1%} of the platter: elevator {elevator:.0f} <= measured {measured:.0f} <= ideal SATF {satf:.0f} IOPS")
     assert elevator <= measured <= satf
-    assert table["hdd"]["read_iops"] == pytest.approx(satf, rel=1e-6)
+    # the model's prediction lies within its own bounds (the HDD law itself is tested in test_hdd_laws.py)
+    assert elevator * (1 - 1e-9) <= table["hdd"]["read_iops"] <= satf * (1 + 1e-9)
 
 
 def test_sata_and_link_caps_respected(table: dict[str, dict[str, float]]) -> None:

@@ -249,12 +249,17 @@ def test_calibrate_and_validate_on_every_job(tiny, tmp_path):
     assert result.exit_code == 0, result.output
     document = yaml.safe_load(profile.read_text())
     calibration = document["calibration"]
-    assert calibration["queue_law"] in ("parallel", "balanced")
+    assert calibration["writes_queue"] in (True, False) and set(calibration["costs"]) == {"buffered", "queueing"}
     entry = document["entries"]["tiny"]
     for name in ("seq_read_MBps", "read_latency_us", "seq_write_MBps", "write_latency_us"):
         assert entry[name]["p"] == "calibrated" and tiny["bundle"].name in entry[name]["src"]
     assert "not informed" in entry["rand_write_iops"]["note"]
     assert entry["idle_W"]["p"] != "calibrated"  # no power measured: power fields keep the base values
+    device = json.loads((tiny["bundle"] / "inventory.json").read_text())["block_device"]
+    if device.get("size_bytes"):  # the capacity is the measured device's (oracle: /sys/block/NAME/size, 512-byte sectors)
+        sectors = int(Path(f"/sys/block/{device['name']}/size").read_text())
+        assert entry["capacity_TB"]["p"] == "measured"
+        assert entry["capacity_TB"]["v"] == pytest.approx(sectors * 512 / 1e12, rel=1e-5)
     refused(invoke("validate", "--bundle", tiny["bundle"], "--profile", profile), "holds back no jobs")
     result = invoke("validate", "--bundle", tiny["bundle"], "--profile", profile, "--all", "--format", "json")
     assert result.exit_code == 0, result.output
@@ -265,6 +270,8 @@ def test_calibrate_and_validate_on_every_job(tiny, tmp_path):
         recorded = next(r for r in calibration["residuals"] if r["job"] == row["job"])
         assert row["error_pct"] == pytest.approx(recorded["error_pct"], abs=0.01)
         assert row["spread_pct"] is not None and row["runs"] == 2
+        if row["job"].startswith(("randread", "read")):  # reads: the profile's law is the simulator's (models.ssd.closed_loop)
+            assert row["simulator_MBps"] == pytest.approx(row["predicted_MBps"], rel=1e-6)
 
 
 def test_bad_profile_is_refused(tiny, tmp_path):

@@ -3,9 +3,10 @@
 Synthetic jobs are the quick plan's, measured = law(true parameters) x
 lognormal noise of a known relative spread.  The fitted values must land
 within 3 standard errors of the truth (the Jacobian uncertainty must cover it: 4 sd always, 2 sd about 95 % of the time),
-the right queue law must win, and parameters no job depends on must keep the
-base value and say so.  The calibration law must be models.ssd's own law
-(the simulator's), which the identity test checks.
+and parameters no job depends on must keep the base value and say so.  The
+calibration law must be models.ssd's own law (the simulator's), which the
+identity test checks, and that law must be the exact balanced-network
+solution its docstring states.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibration import fit
-from calibration.model import FIELDS, Job, predict, service_and_latency
+from calibration.model import FIELDS, Job, predict, service_and_latency, simulator_predict
 from calibration.plan import quick
 from models import catalog
 from models import ssd as ssd_model
@@ -32,21 +33,22 @@ def plan_jobs() -> list[Job]:
     return [Job(j.id, j.rw, float(j.bs), j.iodepth, j.numjobs, j.read_fraction) for j in quick().jobs]
 
 
-def synthetic(truth: dict[str, float], law: str, noise: float, seed: int, jobs: list[Job] | None = None) -> list[Job]:
+def synthetic(truth: dict[str, float], noise: float, seed: int, jobs: list[Job] | None = None, writes_queue: bool = True) -> list[Job]:
     rng = np.random.default_rng(seed)
     spec = BASE.model_copy(update=truth)
     out = []
     for job in jobs or plan_jobs():
-        bw = predict(spec, job, law)["bw_Bps"] * math.exp(rng.normal(0.0, noise))  # type: ignore[arg-type]
+        bw = predict(spec, job, writes_queue)["bw_Bps"] * math.exp(rng.normal(0.0, noise))
         f = job.read_fraction
         out.append(Job(job.id, job.rw, job.bs, job.iodepth, job.numjobs, f, bw_Bps=bw, spread=noise, runs=3, read_bw_Bps=bw * f, write_bw_Bps=bw * (1 - f)))
     return out
 
 
-@pytest.mark.parametrize("law", ["balanced", "parallel"])
-def test_noise_free_data_recovers_the_parameters_exactly(law: str):
-    result = fit.fit(synthetic(TRUTH, law, 0.0, 0), BASE)
-    assert result.law == law
+@pytest.mark.parametrize("writes_queue", [True, False])
+def test_noise_free_data_recovers_the_parameters_exactly(writes_queue: bool):
+    result = fit.fit(synthetic(TRUTH, 0.0, 0, writes_queue=writes_queue), BASE)
+    assert result.writes_queue is writes_queue  # the law it was made with wins
+    assert set(result.costs) == {"buffered", "queueing"}
     for name in result.informed:
         assert result.values[name] == pytest.approx(TRUTH[name], rel=2e-3), name
     assert max(abs(r["error_pct"]) for r in result.residuals) < 0.1
@@ -55,13 +57,13 @@ def test_noise_free_data_recovers_the_parameters_exactly(law: str):
 @settings(max_examples=8, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1), noise=st.sampled_from([0.03, 0.06, 0.10]))
 def test_noisy_data_truth_within_four_standard_errors(seed: int, noise: float):
-    result = fit.fit(synthetic(TRUTH, "balanced", noise, seed), BASE, laws=("balanced",), loss="linear")
+    result = fit.fit(synthetic(TRUTH, noise, seed), BASE, loss="linear")
     assert set(result.informed) == set(TRUTH)
     for name in result.informed:
         deviation = abs(math.log(result.values[name] / TRUTH[name]))  # log-space error = relative error
         assert deviation <= 4.0 * result.rel_stderr[name] + 1e-3, (name, result.values[name], result.rel_stderr[name])  # P(> 4 sd) ~ 6e-5
     # the residual scale estimates the noise it was made with (chi-square with ~20 dof: within a factor 2)
-    job = synthetic(TRUTH, "balanced", noise, seed)[0]
+    job = synthetic(TRUTH, noise, seed)[0]
     assert 0.5 < result.s * fit.sigma(job, noise) / noise < 2.0
 
 
@@ -69,7 +71,7 @@ def test_uncertainty_coverage_is_about_nominal():
     """Over 20 noisy data sets, +/- 2 standard errors must cover the truth ~95 % of the time (accept 80 %+)."""
     hits = total = 0
     for seed in range(20):
-        result = fit.fit(synthetic(TRUTH, "balanced", 0.08, 1000 + seed), BASE, laws=("balanced",), loss="linear")
+        result = fit.fit(synthetic(TRUTH, 0.08, 1000 + seed), BASE, loss="linear")
         for name in result.informed:
             total += 1
             hits += abs(math.log(result.values[name] / TRUTH[name])) <= 2.0 * result.rel_stderr[name]
@@ -77,7 +79,7 @@ def test_uncertainty_coverage_is_about_nominal():
 
 
 def test_read_only_bundle_leaves_write_fields_at_the_base_and_says_why():
-    reads = [j for j in synthetic(TRUTH, "balanced", 0.02, 3) if j.read_fraction == 1.0]
+    reads = [j for j in synthetic(TRUTH, 0.02, 3) if j.read_fraction == 1.0]
     result = fit.fit(reads, BASE)
     for name in FIELDS["write"]:
         assert result.values[name] == getattr(BASE, name)
@@ -89,14 +91,14 @@ def test_a_parameter_no_job_depends_on_is_dropped():
     # only large sequential reads at QD1: rand_read_iops is invisible (the 4 KiB point of the law is never used)
     jobs = [Job(f"r{b}", "read", float(b), 1, 1, 1.0) for b in (1 << 20, 2 << 20, 4 << 20)]
     truth = dict(TRUTH, rand_read_iops=1e6)  # so high the two-point law is bandwidth-bound everywhere: no command cost
-    data = synthetic(truth, "balanced", 0.0, 0, jobs)
-    result = fit.fit(data, BASE, laws=("balanced",))
+    data = synthetic(truth, 0.0, 0, jobs)
+    result = fit.fit(data, BASE)
     assert "rand_read_iops" in result.not_informed
 
 
 def test_too_few_jobs_is_a_clear_error():
     with pytest.raises(fit.FitError, match="cannot determine"):
-        fit.fit(synthetic(TRUTH, "balanced", 0.0, 0)[:2], BASE)  # two read jobs, three read parameters
+        fit.fit(synthetic(TRUTH, 0.0, 0)[:2], BASE)  # two read jobs, three read parameters
     with pytest.raises(fit.FitError, match="no jobs"):
         fit.fit([], BASE)
 
@@ -111,7 +113,7 @@ def test_noisy_jobs_weigh_less():
 
 
 def test_holdout_keeps_every_stratum_in_training():
-    jobs = synthetic(TRUTH, "balanced", 0.0, 0)
+    jobs = synthetic(TRUTH, 0.0, 0)
     for seed in range(10):
         training, held = fit.split_holdout(jobs, 0.5, seed)
         assert {j.id for j in training}.isdisjoint(j.id for j in held)
@@ -122,27 +124,41 @@ def test_holdout_keeps_every_stratum_in_training():
         fit.split_holdout(jobs, 1.0, 0)
 
 
-def test_parallel_law_is_the_simulators_closed_loop():
-    """Oracle: models.ssd.closed_loop, the law the simulator's flows use, for catalog drives."""
-    for entry in catalog.entries("ssd")[:6]:
+def test_buffered_law_is_the_simulators_closed_loop():
+    """Oracle: models.ssd.closed_loop, the law the simulator's flows use, for catalog drives; read-only jobs under either switch."""
+    for entry in catalog.entries("ssd"):
         for job in plan_jobs():
-            expected, _ = ssd_model.closed_loop(entry.spec, job.bs, job.inflight, job.read_fraction, job.pattern, overwrite=False, fill=0.0)
-            assert predict(entry.spec, job, "parallel")["bw_Bps"] == pytest.approx(expected, rel=1e-12)
+            expected, latency = ssd_model.closed_loop(entry.spec, job.bs, job.inflight, job.read_fraction, job.pattern, overwrite=False, fill=0.0)
+            got = predict(entry.spec, job, writes_queue=False)
+            assert got["bw_Bps"] == pytest.approx(expected, rel=1e-12)
+            assert got["lat_us"] == pytest.approx(latency * 1e6, rel=1e-12)
+            assert simulator_predict(entry.spec, job)["bw_Bps"] == pytest.approx(expected, rel=1e-12)
+            if job.read_fraction == 1.0:
+                assert predict(entry.spec, job, writes_queue=True)["bw_Bps"] == pytest.approx(expected, rel=1e-12)
 
 
-def test_balanced_law_is_the_exact_balanced_network_solution():
+def test_law_is_the_exact_balanced_network_solution():
     """Oracle: a closed network of K equal stations of demand D has X(N) = N / ((K + N - 1) D) (Lazowska et al. 1984, ch. 5)."""
     spec = BASE.model_copy(update=TRUTH)
-    job = Job("x", "randread", 4096.0, 1, 1, 1.0)
-    d, l0 = service_and_latency(spec, job)
-    k = l0 / d
-    for n in (1, 2, 7, 64, 1000):
-        trial = Job("x", "randread", 4096.0, n, 1, 1.0)
-        assert predict(spec, trial, "balanced")["iops"] == pytest.approx(n / ((k + n - 1) * d), rel=1e-12)
-    # both laws share the asymptotes: QD1 = 1 / L0, deep queues -> 1 / D
-    assert predict(spec, job, "balanced")["iops"] == pytest.approx(predict(spec, job, "parallel")["iops"])
-    deep = Job("x", "randread", 4096.0, 10**6, 1, 1.0)
-    assert predict(spec, deep, "balanced")["iops"] == pytest.approx(1.0 / d, rel=1e-3)
+    for rw, f in (("randread", 1.0), ("randwrite", 0.0)):
+        job = Job("x", rw, 4096.0, 1, 1, f)
+        d, queued, l0 = service_and_latency(spec, job)
+        assert queued == pytest.approx(d)  # no link bound at 4 KiB: the queued time is the whole service time
+        k = l0 / d
+        assert k > 1
+        for n in (1, 2, 7, 64, 1000):
+            trial = Job("x", rw, 4096.0, n, 1, f)
+            assert predict(spec, trial)["iops"] == pytest.approx(n / ((k + n - 1) * d), rel=1e-12)
+        # asymptotes: QD1 = 1 / L0, deep queues -> 1 / D; Little's law for the latency
+        assert predict(spec, job)["iops"] == pytest.approx(1.0 / l0)
+        deep = Job("x", rw, 4096.0, 10**6, 1, f)
+        assert predict(spec, deep)["iops"] == pytest.approx(1.0 / d, rel=1e-3)
+        assert predict(spec, deep)["lat_us"] * 1e-6 * predict(spec, deep)["iops"] == pytest.approx(10**6)
+    # buffered writes do not queue: flat at N / L0 until the ceiling (the asymptotic bound)
+    writes = Job("w", "randwrite", 4096.0, 4, 1, 0.0)
+    d, queued, l0 = service_and_latency(spec, writes, writes_queue=False)
+    assert queued == 0.0
+    assert predict(spec, writes, writes_queue=False)["iops"] == pytest.approx(min(4 / l0, 1 / d))
 
 
 def test_mixed_job_uses_both_directions():
@@ -150,5 +166,5 @@ def test_mixed_job_uses_both_directions():
     mix = Job("m", "randrw", 16384.0, 8, 1, 0.7)
     reads = Job("r", "randread", 16384.0, 8, 1, 1.0)
     writes = Job("w", "randwrite", 16384.0, 8, 1, 0.0)
-    rates = sorted(predict(spec, j, "balanced")["bw_Bps"] for j in (reads, writes))
-    assert rates[0] <= predict(spec, mix, "balanced")["bw_Bps"] <= rates[1]
+    rates = sorted(predict(spec, j)["bw_Bps"] for j in (reads, writes))
+    assert rates[0] <= predict(spec, mix)["bw_Bps"] <= rates[1]

@@ -3,8 +3,7 @@
 Oracles: the parameters the synthetic data was generated with (power fit),
 the catalog's own parser (a profile is a valid catalog file), and the
 simulator: `iowatt run` of a fio job on the profile's SSDSpec must give what
-calibration.model predicts under the simulator's (parallel) law, because both
-are models.ssd's law.
+calibration.model predicts, because both are models.ssd's law.
 """
 
 from __future__ import annotations
@@ -38,9 +37,7 @@ def _result(power: dict | None = None) -> fit.FitResult:
         cost=1.0,
         dof=10,
         s=0.4,
-        law="balanced",
         spec=BASE.spec.model_copy(update=values),
-        law_costs={"parallel": 3.0, "balanced": 1.0},
         power=power or {},
     )
 
@@ -70,7 +67,7 @@ def test_profile_is_a_catalog_file_with_provenance(tmp_path: Path):
     assert "not informed" in raw["entries"]["vm-disk"]["rand_write_iops"]["note"]
     assert entry.spec.model.startswith("vda (calibrated from /b")
     values, calibration, _ = profile.load(path)
-    assert calibration["queue_law"] == "balanced" and calibration["holdout"]["jobs"] == ["h1"]
+    assert calibration["writes_queue"] is True and calibration["holdout"]["jobs"] == ["h1"]
     assert values["seq_read_MBps"] == pytest.approx(950.0)
 
 
@@ -108,7 +105,7 @@ def test_without_power_the_power_fields_keep_the_base(tmp_path: Path):
     ],
 )
 def test_simulator_fio_prediction_equals_the_calibration_law(tmp_path: Path, job: Job, rw: str):
-    """`iowatt run` (the fio workload on the flow engine) on the profile's fields = calibration.model under the parallel law."""
+    """`iowatt run` (the fio workload on the flow engine) on the profile's fields = calibration.model's prediction."""
     spec = BASE.spec.model_copy(update=FITTED)
     scenario = {
         "name": "profile-check",
@@ -127,4 +124,4 @@ def test_simulator_fio_prediction_equals_the_calibration_law(tmp_path: Path, job
     result = runner.invoke(app, ["run", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)["metrics"]
-    assert metrics["bw_bytes"] == pytest.approx(predict(spec, job, "parallel")["bw_Bps"], rel=1e-6)
+    assert metrics["bw_bytes"] == pytest.approx(predict(spec, job)["bw_Bps"], rel=1e-6)

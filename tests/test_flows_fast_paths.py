@@ -41,6 +41,7 @@ def networks(draw):
 @settings(max_examples=40, deadline=None)
 def test_vector_allocation_equals_the_reference(net):
     caps, specs, unlimited = net
+    caps = [0.0 if i == 1 and cap < 5.0 else cap for i, cap in enumerate(caps)]  # now and then a stalled constraint
     constraints = [Constraint(f"c{i}", cap, index=i) for i, cap in enumerate(caps)]
     if unlimited:  # a metering-only constraint, as an SSD's byte counters
         constraints.append(Constraint("meter", float("inf"), index=len(caps)))
@@ -63,6 +64,20 @@ def test_vector_allocation_equals_the_reference(net):
     for c, load in zip(constraints, loads, strict=True):
         direct = sum(k * rates[objs.index(f)] for f, k in c.flows.items())
         assert abs(load - direct) <= 1e-9 * max(abs(direct), 1e-12)
+
+
+def test_vector_path_refuses_an_unbounded_flow_like_the_reference():
+    import pytest
+
+    from simulator.flows import EngineError
+
+    env = simpy.Environment()
+    counter = Constraint("bytes", float("inf"), index=0)
+    f = Flow("free", 1.0, {counter: 1.0}, 1.0, None, env.event(), 0.0, 0)
+    counter.flows[f] = 1.0
+    for allocate in (max_min_fair, lambda fl, cs: flows_module._max_min_fair_vector(fl, cs)):
+        with pytest.raises(EngineError, match="'free' is unbounded"):
+            allocate([f], [counter])
 
 
 def test_vector_path_declines_constraints_it_cannot_index():
@@ -142,3 +157,54 @@ def test_a_thousand_flows_through_one_hub_are_fair_and_conserve_bytes():
     assert abs(env.now - n * amount / hub.capacity) <= 1e-9 * env.now
     assert all(f.end_time == env.now for f in done)
     assert engine.stats.recomputes <= 2 + n  # one allocation, then one per emptied private link
+
+
+def test_cluster_benchmark_gives_the_same_answer_on_both_paths(monkeypatch):
+    """Oracle: the reference path.  The row-6 cluster (every start and end reallocates all flows)
+    at 96 GPUs: same simulated time, same number of allocations, same events."""
+    import sys
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.modules.pop("cluster", None)
+    from cluster import run_cluster
+
+    fast = run_cluster(96)
+    monkeypatch.setattr(flows_module, "VECTOR_MIN_FLOWS", 10**9)
+    slow = run_cluster(96)
+    assert abs(fast["simulated_s"] - slow["simulated_s"]) <= 1e-9 * slow["simulated_s"]
+    assert (fast["recomputes"], fast["events"], fast["concurrent_flows"]) == (slow["recomputes"], slow["events"], slow["concurrent_flows"])
+
+
+def test_sync_brings_a_state_forward_to_now():
+    """Oracle: a state that integrates its load (d x/dt = load) read mid-flow: 4 units/s x 10 s = 40."""
+
+    class Integral:
+        def __init__(self) -> None:
+            self.x = 0.0
+
+        def advance(self, elapsed_seconds: float, load: float) -> None:
+            self.x += elapsed_seconds * load
+
+        def seconds_to_breakpoint(self, load: float) -> float:
+            return float("inf")
+
+        def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
+            raise AssertionError("no breakpoint expected")
+
+    env = simpy.Environment()
+    engine = FlowEngine(env)
+    state = Integral()
+    c = engine.constraint("c", 4.0, dynamics=state)
+    engine.start("f", 100.0, {c: 1.0})
+    seen: list[float] = []
+
+    def probe():
+        yield env.timeout(10.0)
+        engine.sync(c)
+        seen.append(state.x)
+
+    env.process(probe())
+    run_until_idle(env, engine)
+    assert seen == [40.0]
+    assert state.x == 100.0  # and the engine carries on from there: 100 units delivered in all

@@ -65,7 +65,7 @@ def test_rotational_latency_is_30_over_rpm() -> None:
 
 
 def test_qd1_positioning_is_mean_seek_plus_half_a_revolution() -> None:
-    for policy in ("fcfs", "elevator", "satf"):
+    for policy in ("fcfs", "elevator", "satf", "rpo"):
         got = hdd.positioning_seconds(SPEC, 1, 1.0, scheduling=policy)
         assert got == pytest.approx(hdd.mean_seek_seconds(SPEC) + 30 / 7200, rel=2e-3)
 
@@ -96,7 +96,7 @@ def test_satf_equals_the_expected_minimum_of_independent_candidates() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(qd=st.integers(1, 63), span=st.floats(0.02, 1.0), policy=st.sampled_from(["elevator", "satf"]))
+@given(qd=st.integers(1, 63), span=st.floats(0.02, 1.0), policy=st.sampled_from(["elevator", "satf", "rpo"]))
 def test_reordering_never_slower_with_a_deeper_queue(qd: int, span: float, policy: str) -> None:
     a = hdd.positioning_seconds(SPEC, qd, span, scheduling=policy)
     b = hdd.positioning_seconds(SPEC, qd + 1, span, scheduling=policy)
@@ -158,3 +158,131 @@ def test_analytic_satf_against_a_queue_state_monte_carlo(span: float, n: int) ->
     print(f"\nSATF span {span} QD{n}: law {law:.0f} IOPS, queue Monte Carlo {mc:.0f} IOPS")
     assert mc <= law * 1.02
     assert law == pytest.approx(mc, rel=0.15)
+
+
+# ----------------------------------------------------------------------------- firmware reordering (rpo)
+
+
+def test_catalog_drive_uses_firmware_reordering() -> None:
+    assert SPEC.scheduling == "rpo"
+    assert 0.0 < SPEC.reorder_efficiency < 1.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(qd=st.integers(1, 64), span=st.floats(0.02, 1.0))
+def test_rpo_lies_between_no_reordering_and_ideal_satf(qd: int, span: float) -> None:
+    """Oracle: the bounds of the law -- no reordering (QD1 positioning) above, the ideal independent-candidates
+    SATF minimum below, and eta = 1 reproduces the ideal SATF exactly."""
+    rpo = hdd.positioning_seconds(SPEC, qd, span, scheduling="rpo")
+    ideal = hdd.positioning_seconds(SPEC, qd, span, scheduling="satf")
+    qd1 = hdd.positioning_seconds(SPEC, 1, span, scheduling="satf")
+    assert ideal * (1 - 1e-9) <= rpo <= qd1 * (1 + 1e-9)
+    perfect = SPEC.model_copy(update={"reorder_efficiency": 1.0})
+    assert hdd.positioning_seconds(perfect, qd, span, scheduling="rpo") == pytest.approx(ideal, rel=1e-12)
+
+
+def test_deep_queue_gain_matches_the_published_enterprise_figure() -> None:
+    """Cross-check that eta was NOT fitted to: 4 KiB random reads over the whole stroke gain 'nearly 100 %' from
+    QD1 to a deep queue on enterprise 7200 RPM drives (Wikipedia 'IOPS', citing queue-depth charts of
+    StorageReview / Tom's Hardware).  Accept 1.7x-2.4x; the ideal SATF law gives ~3x and fails this."""
+    qd1 = hdd.at_queue_depth(SPEC, 4096, 1)["iops"]
+    qd32 = hdd.at_queue_depth(SPEC, 4096, 32)["iops"]
+    ideal = hdd.at_queue_depth(SPEC, 4096, 32, scheduling="satf")["iops"]
+    print(f"\nHDD 4k random, full stroke: QD1 {qd1:.0f} IOPS, QD32 firmware {qd32:.0f} ({qd32 / qd1:.2f}x), ideal SATF {ideal:.0f} ({ideal / qd1:.2f}x)")
+    assert 1.7 <= qd32 / qd1 <= 2.4
+    assert ideal / qd1 > 2.4
+    # QD1 itself is the textbook figure 1 / (avg seek + half a revolution + transfer + overhead): ~80 IOPS
+    assert qd1 == pytest.approx(1 / (SPEC.avg_seek_read_ms / 1e3 + 30 / 7200 + SPEC.command_overhead_ms / 1e3 + 4096 / hdd.media_rate_Bps(SPEC)), rel=5e-3)
+
+
+def test_amax_fio_hdd_row_end_to_end() -> None:
+    """Published: AMAX white paper (2018), fio randread 128k QD32 size=1000G on the 8 TB SAS HDD: 33 MB/s, 258 IOPS,
+    123 ms.  eta is calibrated on the IOPS; bandwidth and latency then follow from Little's law and must agree."""
+    from pathlib import Path
+
+    from scenarios.loader import load
+    from scenarios.run import run_scenario
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "library" / "amax" / "fio_hdd.yaml"
+    m = run_scenario(load(scenario))[0]["metrics"]
+    bw, iops, lat = m["read_bw_bytes"] / 1e6, m["read_iops"], m["read_lat_mean_us"] / 1e3
+    print(f"\nAMAX HDD fio: {bw:.1f} MB/s (33), {iops:.0f} IOPS (258), {lat:.1f} ms (123)")
+    assert bw == pytest.approx(33.0, rel=0.05)
+    assert iops == pytest.approx(258.0, rel=0.05)
+    assert lat == pytest.approx(123.0, rel=0.05)
+    assert iops * lat / 1e3 == pytest.approx(32, rel=1e-6)  # Little's law, QD32
+
+
+# ----------------------------------------------------------------------------- clustered layouts (allocation groups)
+
+
+def test_clustered_distance_law_against_a_monte_carlo() -> None:
+    """Data in k pieces at the start of each 1/k of the capacity (XFS AG rotor).  Oracle: sample uniform positions
+    inside the pieces (zoned capacity -> stroke), then the mean seek and the expected minimum over n candidates of
+    seek + uniform rotation; the law (pieces' widths neglected across pieces) agrees within 3 %."""
+    rng = np.random.default_rng(3)
+    k, share, n, m = 8, 0.0176, 16, 60_000
+    kk = 1 - SPEC.inner_outer_ratio
+    total = 1 - kk / 2
+
+    def stroke(c: np.ndarray) -> np.ndarray:
+        return (1 - np.sqrt(np.maximum(0.0, 1 - 2 * kk * c * total))) / kk
+
+    def positions(size: tuple[int, ...]) -> np.ndarray:
+        return stroke(rng.integers(0, k, size) / k + rng.random(size) * share / k)
+
+    d = np.abs(positions((m,)) - positions((m,)))
+    assert hdd.mean_seek_seconds(SPEC, share, clusters=k) == pytest.approx(float(np.mean(hdd.seek_seconds(SPEC, d))), rel=0.03)
+    head, cand = positions((m // 4, 1)), positions((m // 4, n))
+    cost = hdd.seek_seconds(SPEC, np.abs(cand - head)) + rng.random((m // 4, n)) * 60 / SPEC.rpm
+    law = hdd.positioning_seconds(SPEC, n, share, scheduling="satf", clusters=k)
+    assert law == pytest.approx(float(cost.min(axis=1).mean()), rel=0.03)
+
+
+def test_clustered_layout_lies_between_compact_and_whole_disk() -> None:
+    """Eight small pieces spread over the disk: seeks between pieces are long (mean seek near the whole-disk figure),
+    but a deep queue finds candidates in the head's own piece, so reordering recovers much of the compact layout."""
+    share = 0.0176
+    assert hdd.mean_seek_seconds(SPEC, share) < hdd.mean_seek_seconds(SPEC, share, clusters=8) < hdd.mean_seek_seconds(SPEC, 1.0)
+    for qd in (1, 32, 128):
+        spread = hdd.at_queue_depth(SPEC, 110e3, qd, share, clusters=8)["iops"]
+        assert hdd.at_queue_depth(SPEC, 110e3, qd, 1.0)["iops"] <= spread <= hdd.at_queue_depth(SPEC, 110e3, qd, share)["iops"]
+
+
+def _amax_hdd_epoch(fill: float, clusters: int) -> float:
+    from pathlib import Path
+
+    import simpy
+
+    from scenarios.loader import load
+    from simulator import workloads
+    from simulator.flows import FlowEngine
+    from simulator.system import SystemConfig, SystemRuntime
+
+    scenario = load(Path(__file__).resolve().parents[1] / "scenarios" / "library" / "amax" / "epoch_hdd.yaml")
+    raw = scenario.system.model_dump()
+    raw["storage"]["fill"] = fill
+    env = simpy.Environment()
+    engine = FlowEngine(env)
+    system = SystemRuntime(engine, SystemConfig.model_validate(raw))
+    for drive in system.volume.drives:
+        drive.data_clusters = clusters
+    # a tenth of the files (the layout is a share of the disk, so seeks do not change): the storage-bound epoch
+    # scales with the file count
+    full = scenario.workload.num_files
+    params = scenario.workload.model_copy(update={"num_files": full // 10})
+    ctx = workloads.RunContext(env, engine, system, np.random.default_rng(1))
+    return float(workloads.get(params.kind).run(ctx, params).metrics["epoch_time_mean_seconds"]) * full / (full // 10)
+
+
+def test_amax_hdd_epoch_with_the_dataset_spread_over_allocation_groups() -> None:
+    """Published: CNTK first epoch with ImageNet on the local 8 TB HDD, 5,536 s (AMAX 2018).  The 141 GB set is
+    1.76 % of the disk; the layout decides the seeks: compact (ext4 Orlov keeps subdirectories near their parent)
+    is an upper bound on speed, the whole disk a lower bound, and XFS's 8 allocation groups (directory rotor) the
+    assumed case, which must land within 10 %.  128 reads outstanding (see the scenario), firmware reordering."""
+    compact = _amax_hdd_epoch(0.0176, 1)
+    spread = _amax_hdd_epoch(0.0176, 8)
+    whole = _amax_hdd_epoch(0.0, 1)
+    print(f"\nAMAX HDD epoch: compact {compact:.0f} s, 8 AGs {spread:.0f} s, whole disk {whole:.0f} s; published 5536 s")
+    assert compact < 5536 < whole
+    assert spread == pytest.approx(5536, rel=0.10)

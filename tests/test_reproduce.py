@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from iowatt.cli import app
 from scenarios import reproduce as rp
-from scenarios.loader import ScenarioError
+from scenarios.loader import ScenarioError, load
 from scenarios.reproduce import comparison_rows, load_study, run_section, study_files
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +31,9 @@ def test_the_five_studies_are_defined_and_point_into_the_library():
         assert study.id == name
         for section in study.sections:
             for run in section.runs:
+                if isinstance(run.scenario, dict):   # inline: must be a valid scenario by itself
+                    load(run.scenario)
+                    continue
                 target = (path.parent / run.scenario).resolve()
                 assert target.is_relative_to(REPO / "scenarios" / "library"), (name, run.scenario)
 
@@ -38,7 +41,7 @@ def test_the_five_studies_are_defined_and_point_into_the_library():
 def test_every_study_scenario_exists():
     missing = sorted({str((p.parent / r.scenario).resolve().relative_to(REPO))
                       for n in study_files() for p in [load_study(n)[1]] for s in load_study(n)[0].sections for r in s.runs
-                      if not (p.parent / r.scenario).resolve().is_file()})
+                      if isinstance(r.scenario, str) and not (p.parent / r.scenario).resolve().is_file()})
     assert not missing, f"study scenarios not in the library yet: {missing}"
 
 

@@ -37,9 +37,15 @@ def test_block_size_law_passes_through_both_datasheet_points(name: str) -> None:
     assert bw_128k == pytest.approx(spec.seq_read_MBps * 1e6, rel=1e-9)
     iops_4k = 1.0 / ssd.read_seconds_per_byte(spec, 4 * KiB) / (4 * KiB)
     if t_fe > 0:
-        assert iops_4k == pytest.approx(spec.rand_read_iops, rel=1e-9)
+        assert iops_4k == pytest.approx(spec.rand_read_ceiling_iops, rel=1e-9)
     else:
-        assert iops_4k <= spec.rand_read_iops * (1 + 1e-9)
+        assert iops_4k <= spec.rand_read_ceiling_iops * (1 + 1e-9)
+    if spec.rand_read_iops_outstanding is not None and t_fe > 0:
+        # the datasheet point: its IOPS at its queue depth, through the concurrency law (S08: 6550 at QD512)
+        bw, _lat = ssd.closed_loop(spec, 4 * KiB, spec.rand_read_iops_outstanding, 1.0)
+        assert bw / (4 * KiB) == pytest.approx(spec.rand_read_iops, rel=1e-9)
+    else:
+        assert spec.rand_read_ceiling_iops == spec.rand_read_iops
 
 
 @pytest.mark.parametrize("name", SSD_NAMES)
@@ -60,34 +66,104 @@ def test_block_size_law_smooth_and_monotone_4k_to_1m(name: str) -> None:
 # ---------------------------------------------------------------- queue depth
 
 
-def _mva_throughput(n: int, service_s: float, delay_s: float) -> float:
-    """Exact mean value analysis of a closed network: one FCFS exponential server + a delay station."""
-    q = 0.0
+def _mva_units(n: int, c: int, unit_s: float) -> float:
+    """Exact MVA (Reiser & Lavenberg 1980) of a closed network: c FCFS exponential units, each request
+    sent to a uniformly random unit (visit ratio 1/c), no think time.  Written per station, no symmetry used."""
+    visits = np.full(c, 1.0 / c)
+    q = np.zeros(c)
     x = 0.0
     for k in range(1, n + 1):
-        r = service_s * (1.0 + q)
-        x = k / (r + delay_s)
-        q = x * r
+        r = unit_s * (1.0 + q)  # residence per visit: own service + the queue found (arrival theorem)
+        x = k / float(np.dot(visits, r))
+        q = x * visits * r
     return x
 
 
-@pytest.mark.parametrize("name", ["micron-9200-pro", "micron-5210-ion", "micron-6550-ion"])
+def _simpy_units(n: int, c: int, unit_s: float, requests: int = 12000, seed: int = 7) -> float:
+    """Per-request SimPy run of the same network: n clients, c FCFS units, exponential service, random unit."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    units = [simpy.Resource(env, capacity=1) for _ in range(c)]
+    done = [0]
+    warm = requests // 10
+    t_warm = [0.0]
+
+    def client():
+        while done[0] < requests:
+            with units[int(rng.integers(c))].request() as req:
+                yield req
+                yield env.timeout(float(rng.exponential(unit_s)))
+            done[0] += 1
+            if done[0] == warm:
+                t_warm[0] = env.now
+
+    for _ in range(n):
+        env.process(client())
+    env.run()
+    return (done[0] - warm) / (env.now - t_warm[0])
+
+
+@pytest.mark.parametrize("c", [1, 4, 16])
+def test_concurrency_law_is_the_exact_mva_of_c_random_units(c: int) -> None:
+    """X(N) = N / (L0 + (N - 1) / C) with c = C x L0 units equals the per-station MVA recursion exactly."""
+    l0 = 80e-6
+    service = l0 / c  # 1 / C
+    for n in (1, 2, 3, 7, 16, 64, 300):
+        assert ssd.concurrency_throughput(l0, service, n) == pytest.approx(_mva_units(n, c, l0), rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 4, 8, 32])
+def test_concurrency_law_matches_a_per_request_simpy_run(n: int) -> None:
+    """Monte Carlo oracle: requests hashed onto c = 8 units in a SimPy closed loop (12k requests, +-4 %)."""
+    c, l0 = 8, 100e-6
+    x = ssd.concurrency_throughput(l0, l0 / c, n)
+    assert _simpy_units(n, c, l0) == pytest.approx(x, rel=0.04)
+
+
+@pytest.mark.parametrize("name", ["micron-9200-pro", "micron-5210-ion", "micron-6550-ion", "micron-9550-pro"])
 @pytest.mark.parametrize("block", [4 * KiB, 128 * KiB])
-def test_closed_loop_is_the_asymptotic_bound_of_the_exact_closed_network(name: str, block: int) -> None:
-    """X = min(N / L0, ceiling) bounds exact MVA from above and meets it for N << N* and N >> N*."""
+def test_closed_loop_applies_the_concurrency_law_to_the_drive(name: str, block: int) -> None:
+    """closed_loop = N_dev / (L0 + (N_dev - 1) S): S = 1 / block-size ceiling, L0 = QD1 latency; Little's law;
+    QD1 runs at 1 / L0; deep queues approach the ceiling from below (never above it)."""
     spec = catalog.spec_from("ssd", name)
-    service = 1.0 / (ssd.read_throughput_Bps(spec, block) / block)
+    service = block / ssd.read_throughput_Bps(spec, block)
     l0 = ssd.unloaded_latency_s(spec, block, False)
-    delay = max(0.0, l0 - service)
-    n_star = l0 / service
+    limit = ssd.device_queue_limit(spec.interface)
     for n in (1, 2, 4, 8, 32, 128, 512, 4096):
         bw, lat = ssd.closed_loop(spec, block, n, 1.0)
         x = bw / block
-        exact = _mva_throughput(n, service, delay)
-        assert x >= exact * (1 - 1e-9)
+        n_dev = n if limit is None else min(n, limit)
+        assert x == pytest.approx(n_dev / (l0 + (n_dev - 1) * service), rel=1e-9)
         assert x * lat == pytest.approx(n, rel=1e-9)  # Little's law
-        if n <= n_star / 20 or n >= 20 * n_star:
-            assert x == pytest.approx(exact, rel=0.06)
+        assert x <= (1.0 / service) * (1 + 1e-12)
+    assert ssd.closed_loop(spec, block, 1, 1.0)[0] / block == pytest.approx(1.0 / l0, rel=1e-9)
+    if limit is None:
+        deep = ssd.closed_loop(spec, block, 10**7, 1.0)[0] / block
+        assert deep == pytest.approx(1.0 / service, rel=1e-3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    l0_us=st.floats(5.0, 5000.0),
+    units=st.floats(1.0, 2000.0),
+    n=st.integers(1, 100_000),
+    extra=st.integers(1, 1000),
+)
+def test_concurrency_law_monotone_in_n_and_bounded_by_the_ceiling(l0_us: float, units: float, n: int, extra: int) -> None:
+    l0 = l0_us * 1e-6
+    service = l0 / units
+    x1, x2 = ssd.concurrency_throughput(l0, service, n), ssd.concurrency_throughput(l0, service, n + extra)
+    assert x1 <= x2 * (1 + 1e-12)
+    assert x2 <= (1.0 / service) * (1 + 1e-12)
+    # never above the QD-limited line N / L0 either (a request can't be served faster than unloaded)
+    assert x1 <= n / l0 * (1 + 1e-12)
+
+
+def test_concurrency_law_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="outstanding"):
+        ssd.concurrency_throughput(80e-6, 1e-6, 0)
+    with pytest.raises(ValueError, match="latency"):
+        ssd.loaded_latency_s(0.0, 1e-6, 4)
 
 
 def test_closed_loop_qd1_latency_is_the_datasheet_latency() -> None:

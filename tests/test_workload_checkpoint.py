@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models import host_io
 from scenarios.loader import load
 from scenarios.run import run_scenario
 from simulator.workloads.checkpoint import CheckpointParams
@@ -77,3 +78,103 @@ def test_restore_reads_the_checkpoint_back():
 def test_too_small_a_drive_for_one_checkpoint_is_a_clear_error():
     with pytest.raises(ValueError, match="does not fit"):
         _run("workload.size=70 TB", "workload.passes=1")
+
+
+# ---------------------------------------------------------------- host path (models.host_io)
+
+SR = Path(__file__).resolve().parent.parent / "scenarios" / "library" / "storagereview"
+MICRON = Path(__file__).resolve().parent.parent / "scenarios" / "library" / "micron6550_vs_p5336"
+
+
+def _run_file(path: Path, *overrides: str) -> dict:
+    return run_scenario(load(path, list(overrides)))[0]
+
+
+def test_size_and_parameters_split_weights_from_optimizer_state():
+    """DLIO's layer files hold parameters x 2 B of fp16 weights; the rest of the stated size is optimizer state."""
+    p = CheckpointParams(size=1636e9, parameters=405.85e9, tp=4, pp=2, dp=1, zero_stage=1)
+    parts = p.shard_parts()
+    assert len(parts) == 8
+    assert sum(w for w, _ in parts) == pytest.approx(811.7e9)
+    assert sum(w + o for w, o in parts) == pytest.approx(1636e9)
+    with pytest.raises(ValueError, match="parameters"):
+        CheckpointParams(size=100e9, parameters=405e9, tp=8).shard_parts()
+
+
+# a single-drive 8-rank save on a Zen 4 host (core_speed 1) so the host rates are the per-core rates x 8
+_TANK = ("system.server.memory=1024 GB", "workload.size=800 GB", "workload.parameters=200e9", "workload.tp=8",
+         "workload.regenerate=weights", "workload.count=1")
+
+
+def _drive_rate_Bps() -> float:
+    # the drive alone: direct I/O and host stages far faster than any drive
+    doc = _run_file(MICRON / "checkpoint_p5336_ps0.yaml", *_TANK, "workload.io_path=direct",
+                    "workload.save_GBps_per_rank=1e6", "workload.generate_GBps_per_rank=1e6")
+    return 800e9 / doc["metrics"]["save_checkpoint_duration_mean_seconds"]
+
+
+def test_simulated_save_matches_the_fluid_tank():
+    """Oracle: the exact piecewise tank (host_io.phased_write_seconds) over the optimizer part then the weights part;
+    the page cache fills at (host - drive) rate while the drive writes, so the two agree closely."""
+    drive = _drive_rate_Bps()
+    doc = _run_file(MICRON / "checkpoint_p5336_ps0.yaml", *_TANK)
+    detail = doc["checkpoint"]
+    save, gen = host_io.TORCH_SAVE_GBps_PER_CORE * 1e9, host_io.DLIO_GENERATE_GBps_PER_CORE * 1e9
+    h_opt = 8 * save
+    h_weights = 8 / host_io.serial_seconds_per_byte(gen, save)
+    budget = detail["dirty_budget_GB"] * 1e9
+    assert budget == pytest.approx(host_io.dirty_buffer_bytes(1024e9, 400e9))
+    exact, _dirty = host_io.phased_write_seconds([(400e9, h_opt), (400e9, h_weights)], drive, budget)
+    simulated = doc["metrics"]["save_checkpoint_duration_mean_seconds"]
+    assert budget / h_opt > 0.01 * exact  # the page cache matters here: leaving it out would fail the check below
+    assert simulated == pytest.approx(exact, rel=0.002)
+
+
+def test_every_byte_reaches_the_drive_and_fsync_waits_for_it():
+    """Conservation: the drive receives size x count host bytes (page-cache tails included); fsync makes the save
+    last at least size / drive rate, without it the save may return up to the dirty budget earlier."""
+    drive = _drive_rate_Bps()
+    plain = _run_file(MICRON / "checkpoint_p5336_ps0.yaml", *_TANK, "workload.count=3", "workload.regenerate=none")
+    synced = _run_file(MICRON / "checkpoint_p5336_ps0.yaml", *_TANK, "workload.count=3", "workload.regenerate=none", "workload.fsync=true")
+    for doc in (plain, synced):
+        assert doc["checkpoint"]["drives"][0]["host_bytes_written"] == pytest.approx(3 * 800e9, rel=1e-9)
+    t_plain = plain["metrics"]["save_checkpoint_duration_mean_seconds"]
+    t_sync = synced["metrics"]["save_checkpoint_duration_mean_seconds"]
+    budget = plain["checkpoint"]["dirty_budget_GB"] * 1e9
+    assert t_sync >= 800e9 / drive * (1 - 1e-6)
+    assert t_plain < t_sync
+    assert t_sync - t_plain <= budget / drive * (1 + 1e-6)
+
+
+def test_storagereview_pass1_and_micron_ratio_within_published_tolerance():
+    """Published: StorageReview pass-1 means 464 s (D7-PS1010, the calibration row) and 623 s (D5-P5336, predicted);
+    Micron: P5336 / 6550 ION checkpoint time 2.51 (must stay within 15 %)."""
+    ps1010 = _run_file(SR / "ckpt_ps1010.yaml", "workload.passes=1")["metrics"]["save_checkpoint_pass1_mean_seconds"]
+    p5336 = _run_file(SR / "ckpt_p5336.yaml", "workload.passes=1")["metrics"]["save_checkpoint_pass1_mean_seconds"]
+    assert ps1010 == pytest.approx(464, rel=0.02)
+    assert p5336 == pytest.approx(623, rel=0.10)
+    ion = _run_file(MICRON / "checkpoint_6550_ps1.yaml")["metrics"]["save_checkpoint_duration_mean_seconds"]
+    qlc = _run_file(MICRON / "checkpoint_p5336_ps0.yaml")["metrics"]["save_checkpoint_duration_mean_seconds"]
+    assert qlc / ion == pytest.approx(2.51, rel=0.15)
+
+
+def test_regenerating_the_weights_makes_the_host_the_bottleneck_on_a_fast_drive():
+    """On the Gen5 PS1010 the weights part runs at 8 ranks x the serial generate+save rate (host-bound, theory),
+    so the save takes at least weights / that rate; without regeneration it is drive-bound and faster."""
+    regen = _run_file(SR / "ckpt_ps1010.yaml", "workload.passes=1")
+    plain = _run_file(SR / "ckpt_ps1010.yaml", "workload.passes=1", "workload.regenerate=none")
+    core_speed = 0.875  # Xeon Gold 6430 in the CPU catalog
+    host = 8 * core_speed / host_io.serial_seconds_per_byte(host_io.DLIO_GENERATE_GBps_PER_CORE * 1e9, host_io.TORCH_SAVE_GBps_PER_CORE * 1e9)
+    t_regen = regen["metrics"]["save_checkpoint_pass1_mean_seconds"]
+    assert t_regen >= 811.7e9 / host * (1 - 1e-6)
+    assert plain["metrics"]["save_checkpoint_pass1_mean_seconds"] < t_regen
+
+
+@pytest.mark.parametrize("trim", [False, True])
+def test_overwrites_keep_the_drive_fill_at_the_stored_checkpoints(trim):
+    """Conservation of valid data: after two passes the drive holds one pass of checkpoints (3 x 1,636 GB of 7.68 TB),
+    whether the old files were discarded first (trim) or overwritten in place; every save reached the drive."""
+    doc = _run_file(SR / "ckpt_ps1010.yaml", "workload.passes=2", f"workload.trim={str(trim).lower()}")
+    drive = doc["checkpoint"]["drives"][0]
+    assert drive["fill_end"] == pytest.approx(3 * 1636e9 / 7.68e12, rel=1e-6)
+    assert drive["host_bytes_written"] == pytest.approx(6 * 1636e9, rel=1e-9)

@@ -202,3 +202,21 @@ def test_tensorflow_rank_reads_one_stream_at_qd1():
     # the same loader as PyTorch workers (one request each) reads 8 streams in parallel: faster
     m_pt = simulate(system, p.model_copy(update={"framework": "pytorch", "read_block_size": block}), seed=1).metrics
     assert m_pt["epoch_time_mean_seconds"] < m["epoch_time_mean_seconds"]
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 9])
+def test_tensorflow_ranks_share_the_drive_by_the_concurrency_law(ranks):
+    """n TF ranks reading at once: together n / (L0 + (n - 1) S) requests/s of transfer_size (models.ssd concurrency
+    law, exact MVA of c = L0 / S flash units), below both n streams at QD1 latency and the drive's ceiling."""
+    system = _system()
+    spec = catalog.spec_from("ssd", "micron-6550-ion")
+    block = 256 * 1024
+    files = 8 * ranks
+    p = _custom(framework="tensorflow", record_length=8 * MB, batch_size=1, computation_time=1e-9, num_files=files,
+                read_threads=1, prefetch_size=4, accelerators=ranks, cpu_bytes_per_core_second=1e12)
+    m = simulate(system, p, seed=1).metrics
+    l0 = unloaded_latency_s(spec, block, False)
+    service = block * read_seconds_per_byte(spec, block, "seq")
+    law = block * ranks / (l0 + (ranks - 1) * service)
+    assert law < min(ranks * block / l0, 1.0 / read_seconds_per_byte(spec, block, "seq"))
+    assert m["storage_read_MB_per_second"] * 1e6 == pytest.approx(law, rel=1e-3)

@@ -122,10 +122,10 @@ def calibrate(
         preferred = next((c for c in ("ipmi_system_W",) if c in power_columns), power_columns[0])
         result.power = fit.fit_power(training, preferred) or {}
     document = profile.build(name or profile.profile_name(output), base_entry.name, str(bundle_path), manifest, result,
-                             [j.id for j in held], [j.id for j in training], seed, holdout)
+                             [j.id for j in held], [j.id for j in training], seed, holdout, profile.inventory_measurements(bundle_path))
     write_text(profile.dump(document), output)
-    print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back; queue law {result.law} "
-          f"(weighted cost {', '.join(f'{k} {v:.3g}' for k, v in result.law_costs.items())})", file=sys.stderr)
+    print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back; writes {'queue' if result.writes_queue else 'buffered'} "
+          f"(weighted cost {', '.join(f'{k} {v:.3g}' for k, v in result.costs.items())})", file=sys.stderr)
     for key in result.informed:
         print(f"  {key:18s} {result.values[key]:14.6g}  +/- {result.rel_stderr[key]:.1%}", file=sys.stderr)
     for key, why in result.not_informed.items():
@@ -196,8 +196,8 @@ def validate(
     console.print(out)
     s = report["summary"]
     console.print(f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
-                  f"{s['within_noise']} within run-to-run noise (2 sigma); queue law {report['queue_law']} "
-                  "(simulator_MBps: the simulator's parallel law on the same profile)")
+                  f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
+                  "(simulator_MBps: `iowatt run` today, writes buffered)")
 
 
 def register(app: typer.Typer) -> None:

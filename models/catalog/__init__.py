@@ -8,6 +8,7 @@ names that resolve to the same entry.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -91,10 +92,51 @@ def entries(kind: str | None = None) -> list[CatalogEntry]:
     return [e for e in all_entries if kind is None or e.kind == kind]
 
 
+PROFILE_PREFIX = "profile:"
+USER_CATALOG_ENV = "IOWATT_CATALOG_DIR"
+
+
+def load_file(kind: str, path: Path) -> CatalogEntry:
+    """One entry of `kind` from a file in catalog format: a profile written by `iowatt calibrate`."""
+    where = f"{PROFILE_PREFIX}{path}"
+    if not path.is_file():
+        raise CatalogError(f"{where}: expected a profile YAML file (from `iowatt calibrate`), found no such file")
+    try:
+        found = [e for e in _parse_file(path) if e.kind == kind]
+    except yaml.YAMLError as error:
+        raise CatalogError(f"{where}: not valid YAML ({error})") from None
+    except CatalogError as error:
+        raise CatalogError(f"{where}: {error}") from None
+    if len(found) != 1:
+        raise CatalogError(f"{where}: expected exactly one {kind} entry, found {len(found)}")
+    return found[0]
+
+
+def _user_entries(kind: str, name: str) -> CatalogEntry | None:
+    """Entries in the user's catalog folder ($IOWATT_CATALOG_DIR/*.yaml), e.g. installed profiles."""
+    folder = os.environ.get(USER_CATALOG_ENV)
+    if not folder:
+        return None
+    for path in sorted(Path(folder).expanduser().glob("*.yaml")):
+        try:
+            parsed = _parse_file(path)
+        except (CatalogError, yaml.YAMLError) as error:
+            raise CatalogError(f"{USER_CATALOG_ENV}={folder}: {path.name}: {error}") from None
+        for entry in parsed:
+            if entry.kind == kind and name.lower() in (entry.name.lower(), *(a.lower() for a in entry.aliases)):
+                return entry
+    return None
+
+
 def lookup(kind: str, name: str) -> CatalogEntry:
+    if name.startswith(PROFILE_PREFIX):
+        return load_file(kind, Path(name[len(PROFILE_PREFIX):]).expanduser())
     table, names = _load()
     key = names.get(f"{kind}:{name.lower()}")
     if key is None:
+        user = _user_entries(kind, name)
+        if user is not None:
+            return user
         known = sorted(e.name for e in table.values() if e.kind == kind)
         close = [k for k in known if name.lower().split("-")[0] in k][:5]
         hint = f" (did you mean {', '.join(close)}?)" if close else f" (known: {', '.join(known)})"

@@ -13,6 +13,7 @@ they take them) and their own request_latency_s (QD1 latency incl. the fabric).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from models import hdd as hdd_model
@@ -121,3 +122,29 @@ def volume_read_latency_s(volume: Any, block_bytes: float, pattern: Pattern = "r
     drives = getattr(volume, "drives", [])
     spans = [getattr(d, "span_fraction", 1.0) for d in drives]
     return max(unloaded_read_latency_s(s, per_drive, pattern, sp) for s, sp in zip(specs, spans, strict=False))
+
+
+def ssd_concurrency(volume: Any, block_bytes: float, pattern: Pattern = "rand") -> tuple[float, float, int | None] | None:
+    """(L0, S, queue limit) of the concurrency law of models.ssd for a plain striped volume of SSDs.
+
+    With n reads in flight the volume serves X(n) = n / (L0 + (n - 1) x S) requests per second
+    (c = L0 / S flash units, exact MVA): L0 its QD1 latency, S the slowest drive's seconds per
+    striped piece at its ceiling; the queue limit caps n (SATA NCQ: 32).  None for hard disks
+    (their own queue-depth law, models.hdd) and volumes that route I/O themselves."""
+    drives = _drives(volume)
+    if drives is None or any(_is_hdd(d) for d in drives):
+        return None
+    n = len(drives)
+    piece = max(block_bytes / n, 4096.0) if n > 1 else block_bytes
+    service = max(ssd_model.read_seconds_per_byte(d.spec, piece, pattern) * piece for d in drives)
+    limits = [q for q in (ssd_model.device_queue_limit(d.spec.interface) for d in drives) if q is not None]
+    return volume_read_latency_s(volume, block_bytes, pattern), service, (min(limits) if limits else None)
+
+
+def concurrency_capacity_Bps(law: tuple[float, float, int | None], block_bytes: float, in_flight: int) -> float:
+    """Bytes/s the volume serves with `in_flight` reads outstanding (inf when none: the constraint is idle)."""
+    if in_flight <= 0:
+        return math.inf
+    l0, service, limit = law
+    n = in_flight if limit is None else min(in_flight, limit)
+    return block_bytes * ssd_model.concurrency_throughput(l0, service, n)

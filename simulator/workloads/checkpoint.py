@@ -7,20 +7,36 @@ identical weights, one writes them), plus optimizer state / (TP x PP) divided
 by DP when ZeRO >= 1 shards it across data-parallel ranks (otherwise DP rank
 0 writes it).  This is how Megatron/DeepSpeed lay out checkpoint files and
 how DLIO's checkpoint emulation sizes them.  A plain `size` splits evenly
-over `ranks`.
+over `ranks`; `size` with `parameters` makes the weights parameters x
+weight_bytes_per_param and the rest optimizer state (a study that states
+its checkpoint size but not its optimizer layout).
 
-Save.  Each rank's shard is one flow that crosses, per byte written: its
-GPU's device-to-host link when the state is copied from the GPU
-(copy_from_gpu; pipelined with the write, as asynchronous checkpointers stage
-it in chunks); host DRAM twice (written by the copy or the serializer, read
-by the DMA to the drive); the volume's write path.  All ranks start together;
-the checkpoint ends when the last rank's data is durable (torch.save + fsync),
-as DLIO times `save_checkpoint`.
+Save.  Each rank runs its save in one thread (torch.save), part by part:
+first the optimizer state, then the model weights (DLIO's order in 2024).
+A part's bytes cost that rank CPU time in series -- tensor creation when the
+benchmark makes the tensors inside the timed save (`regenerate`), then
+serialization (CRC-32 + copy into the page cache) -- on a per-rank core
+constraint, so eight writers get at most eight cores whatever the drive can
+take (models.host_io).  Each byte also crosses its GPU's device-to-host link
+when the state is copied from the GPU (copy_from_gpu), host DRAM, and the
+volume's write path.  With `io_path: buffered` (torch.save's default) each
+part's first dirty-budget bytes land in the page cache while the drive
+writes (the rank's core is shared by both, so the cache fills at host minus
+drive rate, the fluid tank of models.host_io.phased_write_seconds); they are
+written back later by a low-weight flow that takes the drive's spare rate,
+and `fsync` waits for it.  The dirty budget is Linux's setpoint over the
+memory the benchmark does not hold (models.host_io.dirty_buffer_bytes); a
+rank whose earlier dirty bytes are still cached gets no new budget.  All
+ranks start together; the checkpoint ends when the last rank's save
+returns, as DLIO times it.
 
 Passes.  Checkpoints keep landing on the drive until the next one would pass
 `fill_target` of its capacity (or `checkpoints_per_pass` are stored); then the
-oldest files are overwritten in order, as in StorageReview's fill study, so
-the drive's fill state and garbage collection slow later passes.
+oldest files are overwritten in order, as in StorageReview's fill study.
+Without `trim` (the default: ext4 and XFS mount without `discard`, and the
+study names no fstrim) the drive is not told that the old files are gone:
+the new bytes are overwrites of data it still holds, so its fill state and
+garbage collection (simulator/ssd_runtime.py) act on later passes.
 
 Restore.  With `restore: true`, after the saves every rank reads its shard of
 the last checkpoint back (host-to-device copy when copy_from_gpu).
@@ -34,6 +50,7 @@ from typing import Literal
 import simpy
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from models import host_io
 from models.units import Bytes, Fraction, Seconds
 from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 
@@ -75,6 +92,39 @@ class CheckpointParams(BaseModel):
     block_size: Bytes = Field(default=2**20, ge=512, description="write request size")
     copy_from_gpu: bool = Field(default=False, description="stage the state from GPU memory (DLIO emulation does not)")
     fsync_latency: Seconds = Field(default=0.0, ge=0, description="time to make a rank's file durable after its last write")
+    fsync: bool = Field(
+        default=False,
+        description="each rank waits until its dirty pages are on the drive before its save returns "
+        "(DLIO's checkpoint_fsync; DLIO before 2025 had none: torch.save returns from the page cache)",
+    )
+    io_path: Literal["buffered", "direct"] = Field(
+        default="buffered", description="buffered: through the page cache (torch.save); direct: O_DIRECT, nothing is left dirty"
+    )
+    regenerate: Literal["none", "weights", "all"] = Field(
+        default="none",
+        description="state the benchmark creates inside the timed save: 'weights' for DLIO's 2024 transformer "
+        "checkpointing (layer tensors made in checkpoint() when ZeRO < 3), 'none' when tensors are made once before",
+    )
+    generate_GBps_per_rank: float = Field(
+        default=host_io.DLIO_GENERATE_GBps_PER_CORE, gt=0,
+        description="GB/s one rank creates tensors at on a reference core (torch.randint int8, serial CPU kernel); "
+        "calibrated to StorageReview's D7-PS1010 pass 1 (464 s), see models.host_io",
+    )
+    save_GBps_per_rank: float = Field(
+        default=host_io.TORCH_SAVE_GBps_PER_CORE, gt=0,
+        description="GB/s one rank serializes at on a reference core (torch.save: CRC-32 + copy into the page cache); "
+        "assumed, see models.host_io",
+    )
+    dirty_ratio: Fraction = Field(default=host_io.DEFAULT_DIRTY_RATIO, gt=0, le=1, description="Linux vm.dirty_ratio (default 20 %)")
+    dirty_background_ratio: Fraction = Field(
+        default=host_io.DEFAULT_DIRTY_BACKGROUND_RATIO, ge=0, le=1, description="Linux vm.dirty_background_ratio (default 10 %)"
+    )
+    resident_memory: Bytes | None = Field(
+        default=None, ge=0,
+        description="DRAM the benchmark's processes hold (not page cache); default: the state kept between saves "
+        "(all of it, or the optimizer state when the weights are regenerated), at most the installed memory",
+    )
+    trim: bool = Field(default=False, description="the filesystem discards the overwritten checkpoint's blocks (mount -o discard / fstrim)")
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
 
     @model_validator(mode="after")
@@ -91,39 +141,57 @@ class CheckpointParams(BaseModel):
             return MODEL_PRESETS[self.model][key]
         return default
 
-    def shards(self) -> list[float]:
-        """Bytes each rank writes per checkpoint."""
+    def shard_parts(self) -> list[tuple[float, float]]:
+        """(weight bytes, optimizer bytes) each rank writes per checkpoint."""
         parallel = any(getattr(self, k) is not None for k in ("tp", "pp", "dp")) or (
             self.model is not None and self.size is None
         )
-        if self.size is not None and not parallel:
-            return [self.size / self.ranks] * self.ranks
-        tp, pp, dp = (int(self._setting(k, 1)) for k in ("tp", "pp", "dp"))
-        zero = int(self._setting("zero_stage", 0))
-        if self.size is not None:
-            # a stated size with stated parallelism: weights:optimizer split by the byte counts per parameter
-            total_per_param = self.weight_bytes_per_param + self.optimizer_bytes_per_param
-            weights = self.size * self.weight_bytes_per_param / total_per_param
+        per_param = self.weight_bytes_per_param + self.optimizer_bytes_per_param
+        if self.size is not None and self.parameters is not None:
+            # a stated size and parameter count: the weights are parameters x bytes each, the rest is optimizer state
+            weights = self.parameters * self.weight_bytes_per_param
+            if weights > self.size:
+                raise ValueError(
+                    f"parameters: {self.parameters:.4g} x {self.weight_bytes_per_param} B of weights = {weights / 1e9:.0f} GB "
+                    f"exceeds the checkpoint size {self.size / 1e9:.0f} GB"
+                )
+            optimizer = self.size - weights
+        elif self.size is not None:
+            # a stated size: weights:optimizer split by the byte counts per parameter
+            weights = self.size * self.weight_bytes_per_param / per_param
             optimizer = self.size - weights
         else:
             params = self._setting("parameters", 0.0)
             weights = params * self.weight_bytes_per_param
             optimizer = params * self.optimizer_bytes_per_param
+        if self.size is not None and not parallel:
+            return [(weights / self.ranks, optimizer / self.ranks)] * self.ranks
+        tp, pp, dp = (int(self._setting(k, 1)) for k in ("tp", "pp", "dp"))
+        zero = int(self._setting("zero_stage", 0))
         model_parallel = tp * pp
-        shards = []
+        parts = []
         for d in range(dp):
             for _ in range(model_parallel):
-                mine = weights / model_parallel if d == 0 else 0.0
+                w = weights / model_parallel if d == 0 else 0.0
                 if zero >= 1:
-                    mine += optimizer / model_parallel / dp
-                elif d == 0:
-                    mine += optimizer / model_parallel
-                shards.append(mine)
-        return shards
+                    o = optimizer / model_parallel / dp
+                else:
+                    o = optimizer / model_parallel if d == 0 else 0.0
+                parts.append((w, o))
+        return parts
+
+    def shards(self) -> list[float]:
+        """Bytes each rank writes per checkpoint."""
+        return [w + o for w, o in self.shard_parts()]
 
     @property
     def size_bytes(self) -> float:
         return sum(self.shards())
+
+
+# max-min weight of a writeback flow relative to a writer: small, so a writer below its dirty budget is not
+# slowed by the flusher (its bytes land in the page cache); the flusher gets the drive's spare rate
+WRITEBACK_WEIGHT = 1e-3
 
 
 def _checkpoints_per_pass(params: CheckpointParams, capacity: float, size: float) -> int:
@@ -138,11 +206,22 @@ def _checkpoints_per_pass(params: CheckpointParams, capacity: float, size: float
     return fits
 
 
+def _resident_bytes(params: CheckpointParams, parts: list[tuple[float, float]], memory: float) -> float:
+    if params.resident_memory is not None:
+        return params.resident_memory
+    kept = {"none": sum(w + o for w, o in parts), "weights": sum(o for _w, o in parts), "all": 0.0}[params.regenerate]
+    return min(kept, memory)
+
+
 def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     env, engine, system = ctx.env, ctx.engine, ctx.system
     if params.copy_from_gpu and not system.gpus:
         raise WorkloadConfigError("workload.copy_from_gpu: expected GPUs in system.gpus, found gpus.count = 0")
-    shards = params.shards()
+    try:
+        parts = params.shard_parts()
+    except ValueError as error:
+        raise WorkloadConfigError(f"workload.{error}") from None
+    shards = [w + o for w, o in parts]
     size = sum(shards)
     if params.passes is not None:
         per_pass = _checkpoints_per_pass(params, system.volume.capacity_bytes, size)
@@ -154,19 +233,62 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     durations: list[float] = []
     starts: list[float] = []
     load_durations: list[float] = []
-    write_usage = system.volume.write_usage(params.block_size)
     read_usage = system.volume.read_usage(params.block_size)
 
-    def rank_io(index: int, amount: float, usage: list, fsync: bool):
-        yield engine.transfer(f"ckpt.rank{index}", amount, usage)
-        if fsync and params.fsync_latency > 0.0:
+    # host side (models.host_io): reference-core-seconds per byte of each part, one core per rank
+    core_speed = system.host.cpu_spec.core_speed
+    save_cost = 1.0 / (params.save_GBps_per_rank * 1e9)
+    made_cost = host_io.serial_seconds_per_byte(params.generate_GBps_per_rank * 1e9, params.save_GBps_per_rank * 1e9)
+    weight_cost = made_cost if params.regenerate in ("weights", "all") else save_cost
+    optimizer_cost = made_cost if params.regenerate == "all" else save_cost
+    cores = [engine.constraint(f"ckpt.rank{r}.core", core_speed) for r in range(len(parts))]
+    memory_passes = 3.0 if params.io_path == "buffered" else 2.0  # serializer writes, (page-cache copy), DMA reads
+    memory = system.config.server.memory
+    resident = _resident_bytes(params, parts, memory)
+    dirty_budget = 0.0
+    if params.io_path == "buffered":
+        dirty_budget = host_io.dirty_buffer_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
+    writeback: list[simpy.Event | None] = [None] * len(parts)   # each rank's pending writeback of its last dirty bytes
+
+    def host_usage(rank: int, cost: float) -> list:
+        usage = [(cores[rank], cost), (system.host.cpu, cost / core_speed), (system.host.memory, memory_passes)]
+        if params.copy_from_gpu:
+            usage.append((system.gpus[rank % len(system.gpus)].link_d2h, 1.0))
+        return usage
+
+    def drain(rank: int, amount: float, drive: list, absorbed: simpy.Event):
+        yield absorbed
+        # writers fill the page cache at their own pace while it has room; writeback takes what the drive has left
+        yield engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
+
+    def rank_save(rank: int, drive: list):
+        phases = [(a, c) for a, c in ((parts[rank][1], optimizer_cost), (parts[rank][0], weight_cost)) if a > 0.0]
+        budget = dirty_budget * shards[rank] / size  # this rank's share of the dirty pages
+        for amount, cost in phases:
+            pending = writeback[rank]
+            # the page cache has room for `tail` bytes unless this rank's earlier dirty bytes still hold it
+            tail = min(budget, amount) if pending is None or pending.processed else 0.0
+            flows = [engine.transfer(f"ckpt.rank{rank}", amount - tail, host_usage(rank, cost) + drive)] if amount > tail else []
+            if tail > 0.0:
+                # the tank fills while the drive writes: the rank's core is shared by the bytes that land in the
+                # page cache and the bytes the drive takes, so the cache fills at (host - drive) rate, as in the
+                # closed form (models.host_io.phased_write_seconds); the cached bytes are written back afterwards
+                absorb = engine.start(f"ckpt.rank{rank}.absorb", tail, host_usage(rank, cost))
+                writeback[rank] = env.process(drain(rank, tail, drive, absorb.done))
+                flows.append(absorb.done)
+            if flows:
+                yield simpy.AllOf(env, flows)
+        last = writeback[rank]
+        if params.fsync and last is not None and not last.processed:
+            yield last
+        if params.fsync_latency > 0.0:
             yield env.timeout(params.fsync_latency)
 
-    def usage_for(rank: int, base: list, gpu_link: str) -> list:
-        usage = [*list(base), (system.host.memory, 2.0)]
+    def rank_load(rank: int, amount: float):
+        usage = [(system.host.memory, 2.0), *read_usage]
         if params.copy_from_gpu:
-            usage.append((getattr(system.gpus[rank % len(system.gpus)], gpu_link), 1.0))
-        return usage
+            usage.append((system.gpus[rank % len(system.gpus)].link_h2d, 1.0))
+        yield engine.transfer(f"ckpt.rank{rank}.load", amount, usage)
 
     def training():
         for number in range(total):
@@ -176,23 +298,26 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
             elif params.interval > 0.0:
                 yield env.timeout(params.interval)
             slot = number % per_pass
-            if stored[slot] > 0.0:
-                system.volume.discard(stored[slot])  # the old checkpoint in this slot is replaced
+            overwrite = stored[slot] > 0.0
+            if overwrite and params.trim:
+                system.volume.discard(stored[slot])  # the old checkpoint's blocks are freed on the drive
+            for drive in system.volume.drives:
+                if hasattr(drive, "write_overwrite"):
+                    drive.write_overwrite = overwrite and not params.trim
+            engine.finish()  # the fill state up to now sets this checkpoint's write cost
+            drive_usage = system.volume.write_usage(params.block_size)
             start = env.now
-            ranks = [
-                env.process(rank_io(r, amount, usage_for(r, write_usage, "link_d2h"), True))
-                for r, amount in enumerate(shards) if amount > 0
-            ]
+            ranks = [env.process(rank_save(r, drive_usage)) for r, amount in enumerate(shards) if amount > 0]
             yield simpy.AllOf(env, ranks)
             stored[slot] = size
             starts.append(start)
             durations.append(env.now - start)
         if params.restore:
+            pending = [w for w in writeback if w is not None]
+            if pending:
+                yield simpy.AllOf(env, pending)  # a restore reads what is on the drive
             start = env.now
-            ranks = [
-                env.process(rank_io(r, amount, usage_for(r, read_usage, "link_h2d"), False))
-                for r, amount in enumerate(shards) if amount > 0
-            ]
+            ranks = [env.process(rank_load(r, amount)) for r, amount in enumerate(shards) if amount > 0]
             yield simpy.AllOf(env, ranks)
             load_durations.append(env.now - start)
 
@@ -213,6 +338,10 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
         "start_seconds": starts,
         "shard_GB": [s / 1e9 for s in shards],
         "checkpoints_per_pass": per_pass,
+        "dirty_budget_GB": dirty_budget / 1e9,
+        "resident_memory_GB": resident / 1e9,
+        "weights_GB": sum(w for w, _o in parts) / 1e9,
+        "optimizer_GB": sum(o for _w, o in parts) / 1e9,
     }
     if params.passes is not None:
         means = [sum(durations[p * per_pass:(p + 1) * per_pass]) / per_pass for p in range(params.passes)]

@@ -9,8 +9,9 @@ data loader:
     CPU (`cpu_bytes_per_core_second` of file parsing per core, plus
     `cpu_seconds_per_sample` of decoding where a real loader does it);
   - a worker is one process with one synchronous request in flight, so its rate is
-    at most one core's worth and block / QD1 latency (Little's law with N = 1); the
-    drives see accelerators x read_threads requests (hard disks reorder them);
+    at most one core's worth and block / R(n), R the mean request latency while the
+    drives hold all n streams reading at that instant (Little's law per stream; SSDs:
+    the concurrency law of models.ssd, R = L0 + (n - 1) / C; hard disks reorder);
   - at most `read_threads x prefetch_size` batches loaded or loading ahead of the
     trainer (PyTorch's prefetch_factor), so I/O of later batches overlaps compute;
   - the trainer takes batches in turn, waits when none is ready (I/O stall), then
@@ -49,8 +50,8 @@ from models.units import Bytes, Seconds
 from simulator.flows import FlowEngine
 from simulator.system import SystemRuntime
 from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from simulator.workloads._dataio import concurrency_capacity_Bps, ssd_concurrency, volume_read_latency_s
 from simulator.workloads._dataio import read_usage as volume_read_usage
-from simulator.workloads._dataio import volume_read_latency_s
 from simulator.workloads._dataio import write_usage as volume_write_usage
 
 MiB = 2**20
@@ -244,11 +245,14 @@ def simulate(
     record = cfg["record_length"]
     tensorflow = cfg["framework"] == "tensorflow"
     # rand: a small file is one request at a random place; seq: a sample streams in requests of
-    # read_block_size (PyTorch readers) or transfer_size (TensorFlow's TFRecordDataset buffer)
+    # read_block_size (PyTorch readers read sample by sample) or transfer_size (TensorFlow's
+    # TFRecordDataset fills its buffer from the file, across record boundaries: capped by the file)
     if params.read_pattern == "rand":
         block = record
+    elif tensorflow:
+        block = min(params.transfer_size, record * cfg["samples_per_file"])
     else:
-        block = min(params.transfer_size if tensorflow else params.read_block_size, record)
+        block = min(params.read_block_size, record)
     # PyTorch: every loader worker keeps one request in flight (synchronous file reads).
     # TensorFlow: DLIO's TF reader opens one TFRecordDataset per rank without num_parallel_reads,
     # so each rank reads its files as ONE sequential stream (read_threads only parallelise parsing).
@@ -260,6 +264,35 @@ def simulate(
     cache_usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff)]
     # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
     stream_rate = block / volume_read_latency_s(system.volume, block, params.read_pattern)
+    # SSDs: the streams' requests collide on the drives' flash units (concurrency law of models.ssd):
+    # with n streams reading, together they get n / (L0 + (n - 1) S) requests/s; n follows the
+    # streams that are reading at each instant (a TF rank is one stream however many workers it has)
+    # (TF: each rank's stream constraint gets its share X(n) / n, so a rank with more parsing workers
+    # reading does not take more than one stream's share; PyTorch: one shared constraint, one flow per stream)
+    law = ssd_concurrency(system.volume, block, params.read_pattern)
+    concurrency = engine.constraint("dlio.ssd_concurrency", math.inf) if law is not None and not tensorflow else None
+    in_flight = [0]
+    reading = [0] * n_acc  # disk flows per rank
+    streams: list = []
+
+    def stream_started(rank: int, delta: int) -> None:
+        if law is None:
+            return
+        before = reading[rank]
+        reading[rank] += delta
+        if tensorflow:
+            changed = int(reading[rank] > 0) - int(before > 0)
+            if changed:
+                in_flight[0] += changed
+                share = concurrency_capacity_Bps(law, block, in_flight[0]) / max(1, in_flight[0])
+                for c in streams:
+                    engine.set_capacity(c, min(stream_rate, share))
+        elif concurrency is not None:
+            in_flight[0] += delta
+            engine.set_capacity(concurrency, concurrency_capacity_Bps(law, block, in_flight[0]))
+
+    if concurrency is not None:
+        disk_usage.append((concurrency, 1.0))
     worker_cache_rate = 1.0 / cpu_coeff  # a worker is one process: at most one core
     if tensorflow:
         # the rank's single read stream is a shared constraint of all its parsing workers
@@ -296,7 +329,11 @@ def simulate(
             index = counter[0]
             counter[0] += 1
             amount = float(batch_bytes[rank, index])
+            if not cached:
+                stream_started(rank, 1)
             yield engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate)
+            if not cached:
+                stream_started(rank, -1)
             totals["samples"] += bs
             totals["bytes_cache" if cached else "bytes_disk"] += amount
             delivered[epoch, rank] += 1

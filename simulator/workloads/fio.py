@@ -6,10 +6,13 @@ engines: sync, psync, pvsync, pvsync2).  A request that finds the volume idle
 takes L0, the unloaded (QD1) latency of the slowest drive piece it is striped
 over (models.ssd.unloaded_latency_s; models.hdd QD1 service time).  A closed
 queueing network with N = d x numjobs customers and zero think time runs at
-    X = min(N / L0, ceiling)                                   (asymptotic bound)
-where the ceiling is whatever the flow engine allows the job's bytes through
-the volume's constraints (block-size law, power cap, link, GC, other jobs).
-Each job is one flow with rate bound d x bs / L0; the engine supplies the
+    X = N / (L0 + (N - 1) x S)      (plain SSD volumes: models.ssd concurrency law)
+    X = N / L0                      (hard disks, routed volumes: asymptotic bound)
+capped by whatever the flow engine allows the job's bytes through the
+volume's constraints (block-size law, power cap, link, GC, other jobs); S is
+the drive's time per request at its block-size ceiling, so c = L0 / S flash
+units serve the N requests (exact MVA, smooth knee).  Each job is one flow
+with rate bound d/N of X; the engine supplies the
 ceiling, so the mean latency follows from Little's law per job,
     R = d / IOPS_job,
 and fio's identity iops x mean latency = iodepth x numjobs holds by
@@ -17,11 +20,13 @@ construction.  In a rw/randrw mix the read and write latencies keep the ratio
 of their unloaded latencies, weighted so that the mix satisfies Little's law.
 
 Latency percentiles (clat_pXX) assume the completion latency is
-Gamma-distributed with mean R and shape k = max(1, N x u), u the utilisation
-of the busiest resource the job crosses: a saturated server with N requests
-always queued and exponential service gives exactly Erlang-N (a request waits
-for the N-1 ahead of it plus its own service); a lightly loaded one is one
-exponential stage.  This is an assumption (exponential service times, FCFS),
+Gamma-distributed with mean R.  Plain SSD volumes: shape k = R / L0, i.e.
+a request waits for the (N - 1) / c others at its flash unit plus its own
+L0 (1 + (N - 1) / c exponential stages of L0 under the concurrency law;
+c = 1 gives Erlang-N, a saturated single server).  Hard disks and routed
+volumes: k = max(1, N x u), u the utilisation of the busiest resource the
+job crosses (a saturated server with N requests always queued gives
+Erlang-N; a lightly loaded one is one exponential stage).  This is an assumption (exponential service times, FCFS),
 stated so the percentiles can be checked against measured fio output; command
 reordering (HDD SATF) makes the real tail longer.
 
@@ -168,6 +173,17 @@ def drive_latency_s(drive: Any, block_bytes: float, pattern: str, write: bool) -
     return ssd_model.unloaded_latency_s(spec, block_bytes, write)
 
 
+def ssd_service_s(volume: Any, params: FioParams) -> float | None:
+    """S of the concurrency law (models.ssd.read_queue_seconds: reads' seconds per request at the ceiling)
+    for a plain volume of SSDs, slowest striped piece; None for hard disks and routed volumes, which keep
+    the asymptotic bound min(N / L0, ceiling)."""
+    drives = plain_drives(volume)
+    if not drives or any(_is_hdd(x) for x in drives):
+        return None
+    piece = _piece(params.bs, len(drives))
+    return max(ssd_model.read_queue_seconds(x.spec, piece, params.read_share, params.pattern) for x in drives)
+
+
 def volume_latency_s(volume: Any, block_bytes: float, pattern: str, write: bool) -> tuple[float, str]:
     """(QD1 latency of one request, where it came from)."""
     own = getattr(volume, "request_latency_s", None)
@@ -272,10 +288,16 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
     # (a plain striped volume spreads every request over all its drives, so the smallest limit holds;
     # arrays with a stripe unit send each request to one drive, so the limits add up)
     limits = [ssd_model.device_queue_limit(x.spec.interface) for x in plain_drives(volume) or reachable_drives(volume)]
+    in_devices = n_out
     if bound is not None and limits and None not in limits:
         known = [q for q in limits if q is not None]
-        in_devices = min(known) if plain_drives(volume) else sum(known)
-        bound *= min(1.0, in_devices / n_out)
+        in_devices = min(n_out, min(known) if plain_drives(volume) else sum(known))
+        bound *= in_devices / n_out
+    service = ssd_service_s(volume, params)
+    if bound is not None and service is not None:
+        # concurrency law (models.ssd): the requests in the drives collide on c = L0 / S flash units,
+        # X = N_dev / (L0 + (N_dev - 1) S); each job keeps its share d / N of the outstanding requests
+        bound = d * bs * ssd_model.concurrency_throughput(l0, service, in_devices) / n_out
     deadline = params.runtime
     if params.time_based:
         assert deadline is not None
@@ -341,7 +363,8 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
     end = env.now
     elapsed_job = [(end if stop.triggered else job_end[j]) - start for j in range(params.numjobs)]
     moved = [sum(f.delivered for f in fl) for fl in flows]
-    return _outcome(ctx, params, moved, elapsed_job, lat_r, lat_w, l0, source, fill_trace, flows, capacity, ssd_drives)
+    return _outcome(ctx, params, moved, elapsed_job, lat_r, lat_w, l0, source, fill_trace, flows, capacity, ssd_drives,
+                    units_law=service is not None)
 
 
 def _utilisation(flows: list[list[Any]], elapsed: float) -> float:
@@ -373,6 +396,7 @@ def _outcome(
     flows: list[list[Any]],
     capacity: float,
     ssd_drives: list[Any],
+    units_law: bool = False,
 ) -> WorkloadOutcome:
     bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
     runtime = max(elapsed_job) if elapsed_job else 0.0
@@ -384,7 +408,12 @@ def _outcome(
     job_lat = [d * bs * t / m for m, t in zip(moved, elapsed_job, strict=True) if m > 0 and t > 0]
     mean_lat = sum(job_lat) / len(job_lat)
     n_out = d * params.numjobs
-    shape = max(1.0, n_out * _utilisation(flows, runtime))
+    if units_law and l0 > 0:
+        # SSD: a request waits for the (N - 1) / c others at its flash unit, then its own L0: Erlang with
+        # k = R / L0 = 1 + (N - 1) / c stages (k = N for one unit, the saturated single server)
+        shape = max(1.0, mean_lat / l0)
+    else:
+        shape = max(1.0, n_out * _utilisation(flows, runtime))
     metrics["bw_bytes"] = total / runtime
     metrics["iops"] = total / runtime / bs
     metrics["job_runtime_seconds"] = runtime

@@ -11,6 +11,17 @@ and all threads share the drives' read path and the GPU link (max-min fair), so
     bandwidth = min(threads x io_depth x block / L0(block), drive ceiling, GPU link)
 (the asymptotic bounds of a closed queueing network).  Reported latency is
 Little's law over the outstanding requests, R = threads x io_depth / IOPS.
+
+Platform P2P path.  Where the drive and the GPU share no PCIe switch, the
+peer-to-peer DMA crosses the CPU root complex (and, across sockets, UPI), and
+cuFile falls back to staging when P2P is refused (compat mode: POSIX read into
+a host bounce buffer, then cudaMemcpy).  Such a path may not overlap requests
+to one drive however many gdsio threads wait: `p2p_requests_per_drive` caps
+the requests each drive holds (None: no cap, the PCIe-switch case), so
+    N = min(threads x io_depth, drives x p2p_requests_per_drive)
+and the closed-loop bound is N x block / L0(block) (Little's law with N
+capped).  Bandwidth then grows with the block size and not with threads, so a
+block x threads sweep tops out at the largest block.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from models.units import Bytes
 from simulator.flows import FlowEngine
 from simulator.system import SystemRuntime
 from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from simulator.workloads._dataio import read_usage, volume_read_latency_s
+from simulator.workloads._dataio import drive_specs, read_usage, volume_read_latency_s
 
 GiB = 2**30
 SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB
@@ -42,12 +53,23 @@ class GdsReadParams(BaseModel):
     size_per_thread: Bytes = Field(default=GiB, gt=0, description="bytes each thread reads (-s)")
     pattern: Literal["seq", "rand"] = Field(default="seq", description="gdsio -I 0 (sequential) or 2 (random)")
     gpu: int = Field(default=0, ge=0, description="index of the destination GPU")
+    p2p_requests_per_drive: int | None = Field(
+        default=None, ge=1, le=65536, description="requests the platform's drive->GPU path overlaps per drive (None: no cap, PCIe switch)"
+    )
     sweep: bool = Field(default=False, description="also sweep block 8K..1M x threads 1..128 (detail table)")
 
 
 def qd1_latency_s(system: SystemRuntime, block: float, pattern: str = "rand") -> float:
     """One request's latency at queue depth 1 on the volume's drives."""
     return volume_read_latency_s(system.volume, block, pattern)  # type: ignore[arg-type]
+
+
+def outstanding_per_thread(system: SystemRuntime, params: GdsReadParams, block: float, threads: int) -> float:
+    """Requests one thread keeps in flight: io_depth, or its share of the path's cap over all drives."""
+    total = threads * params.io_depth
+    if params.p2p_requests_per_drive is not None:
+        total = min(total, max(1, len(drive_specs(system.volume))) * params.p2p_requests_per_drive)
+    return total / threads
 
 
 def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, params: GdsReadParams,
@@ -58,7 +80,7 @@ def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, p
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     g = system.gpus[params.gpu]
     usage = [*read_usage(system.volume, block, params.pattern, threads * params.io_depth), (g.link_h2d, 1.0)]
-    per_thread = params.io_depth * block / qd1_latency_s(system, block, params.pattern)
+    per_thread = outstanding_per_thread(system, params, block, threads) * block / qd1_latency_s(system, block, params.pattern)
     start = env.now
     flows = [engine.start(f"gds.t{t}", params.size_per_thread, usage, max_rate=per_thread) for t in range(threads)]
     env.run(simpy.AllOf(env, [f.done for f in flows]))

@@ -20,12 +20,19 @@ in flight are the resident blocks: SMs x blocks per SM (CUDA: at most 32
 resident blocks per SM; H100 NVL: 132 SMs -> 4,224), capped by BaM's queues
 (128 queue pairs x 1,024 entries per drive).  Pages are spread over the drives
 (BaM stripes its address range), so each drive sees its share N_d and serves
-    IOPS_d = min(N_d / L0, IOPS_ceiling)   (Little's law, models.ssd.closed_loop)
-with L0 the drive's QD1 read latency and the ceiling its block-size law at
-`io_size`; the GPU link and the GPU's own issue rate (`gpu_max_iops`) bound
-the sum.  With thousands of requests in flight every catalogued Gen5 drive is
-at its ceiling, so drive-to-drive IOPS ratios follow their 4 KiB random-read
-ceilings; more drives add IOPS until the GPU link binds.
+    IOPS_d = N_d / (L0 + (N_d - 1) / C)   (models.ssd.closed_loop)
+with L0 the drive's QD1 read latency and C its ceiling (block-size law at
+`io_size`): the exact MVA of N_d requests on c = C x L0 flash units, each
+request sent to the unit its page maps to (smooth knee, IOPS_d -> C).  The
+GPU link and the GPU's own issue rate (`gpu_max_iops`) bound the sum.  With
+thousands of requests in flight a Gen5 drive runs close to its ceiling; as
+drives are added each holds fewer requests and sits lower on its knee, so
+IOPS grow less than in proportion until the GPU link binds.  Small reads
+cost energy per command (energy_per_io_uJ) as well as per byte, so a drive
+whose 4 KiB reads at that rate would draw more than its power-state cap is
+held at (cap - idle) / (4096 x e_byte + e_io) IOPS by the engine's power
+constraint (CM7-R and PM1743 in the catalog: their e_io is calibrated on
+the 9550 brief's IOPS ratios; its SSD-energy figures then check it).
 
 Dataset and loop defaults are IGB heterogeneous "full" as GIDS runs it (GIDS
 repository, run_GIDS_IGBH.sh and its logged result GIDS_IGBH.txt): batch 1024,
@@ -47,7 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from models.ssd import SSDSpec, closed_loop
 from models.units import Bytes, Seconds
 from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from simulator.workloads._dataio import read_usage, unloaded_read_latency_s
+from simulator.workloads._dataio import read_usage
 
 # GIDS log (GIDS_IGBH.txt): SSD page reads in the timed 100-iteration window, IGBH-full, batch 1024, fanout 10/5/5
 IGBH_FULL_READS_PER_ITERATION = 48_828_950 / 100
@@ -106,9 +113,9 @@ class GnnParams(BaseModel):
         return self.gpu_sms * self.blocks_per_sm
 
 
-def drive_iops(spec: SSDSpec, io_size: float, outstanding: int) -> float:
+def drive_iops(spec: SSDSpec, io_size: float, outstanding: float) -> float:
     """Random-read IOPS one drive serves with `outstanding` requests in flight (models.ssd.closed_loop)."""
-    bps, _latency = closed_loop(spec, io_size, max(1, outstanding), 1.0, "rand")
+    bps, _latency = closed_loop(spec, io_size, max(1.0, outstanding), 1.0, "rand")
     return bps / io_size
 
 
@@ -129,9 +136,10 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     batch_bytes = fetched_nodes * pages_per_node * params.io_size
     ios_per_batch = fetched_nodes * pages_per_node
     per_drive_outstanding = min(params.in_flight() / n, params.queues * params.queue_depth)
-    latency_s = max(unloaded_read_latency_s(d.spec, params.io_size, "rand") for d in drives)
-    # Little's law bound of the requests in flight, and the GPU's issue ceiling (the drives' own ceilings are constraints)
-    max_rate = min(n * per_drive_outstanding * params.io_size / latency_s, params.gpu_max_iops * params.io_size)
+    # pages are striped evenly, so the slowest drive sets the pace: n x its closed-loop IOPS (concurrency law);
+    # the GPU's issue ceiling; the drives' own ceilings and power caps are constraints of the engine
+    slowest = min(drive_iops(d.spec, params.io_size, per_drive_outstanding) for d in drives)
+    max_rate = min(n * slowest * params.io_size, params.gpu_max_iops * params.io_size)
     agg_usage = [*read_usage(system.volume, params.io_size, "rand", int(n * per_drive_outstanding)), (g.link_h2d, 1.0)]
     phase = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
 
@@ -183,7 +191,7 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
         "feature_bytes": params.feature_bytes,
         "dataset_feature_TB": params.nodes * params.feature_bytes / 1e12,
         "requests_in_flight_per_drive": per_drive_outstanding,
-        "drive_iops_closed_loop": [drive_iops(d.spec, params.io_size, int(per_drive_outstanding)) for d in drives],
+        "drive_iops_closed_loop": [drive_iops(d.spec, params.io_size, per_drive_outstanding) for d in drives],
         "aggregation_rate_bound_Bps": max_rate,
     }
     return WorkloadOutcome(metrics, detail, {"ssd_read_iops_aggregation": "IOPS", "ssd_read_iops_per_drive_aggregation": "IOPS", "ssd_reads": "requests"})

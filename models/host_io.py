@@ -1,0 +1,152 @@
+"""Host side of a checkpoint save: the serializer's CPU cost and Linux's page cache.
+
+Pure laws (no SimPy); simulator/workloads/checkpoint.py builds flows from them
+and tests/test_pagecache.py checks the simulation against the closed forms.
+
+Page cache (buffered writes without O_DIRECT).  write() copies into the page
+cache and returns; the flusher writes dirty pages back to the drive.  Linux
+bounds the dirty pages with vm.dirty_ratio / vm.dirty_background_ratio
+(defaults 20 and 10, Documentation/admin-guide/sysctl/vm.rst), as shares of
+the *dirtyable* memory: free pages plus the file cache, so anonymous memory
+the application holds (here the checkpoint tensors) does not count
+(mm/page-writeback.c, global_dirtyable_memory).  balance_dirty_pages lets a
+writer run free below freerun = (background + limit) / 2 and then throttles
+it so that the dirty pages settle at setpoint = (freerun + limit) / 2
+(mm/page-writeback.c, pos_ratio control line).  A stream of S bytes written
+at host rate H to a drive of rate D through a buffer of B dirty bytes is
+the fluid tank: if H <= D the drive keeps up and the save takes S / H; if
+H > D the tank fills in B / (H - D) seconds, after which the writer is held
+to D, so the save returns after max(S / H, (S - B) / D) and the last B bytes
+are written back after it (fsync waits for them: max(S / H, S / D)).
+
+Serializer.  torch.save writes a zip archive from one thread per process:
+each record's bytes are checksummed (CRC-32, on by default; pytorch#124195,
+the option to disable it came in pytorch#137735, Oct 2024) and written, so
+one rank's bytes cost CRC + copy time in series.  DLIO's 2024 transformer
+checkpointing also *created* the layer tensors inside the timed save
+(base_checkpointing.checkpoint() calls get_layer_state() for ZeRO < 3) with
+torch.randint(..., dtype=int8), whose CPU kernel is serial (one generator
+draw per element under the generator mutex: ATen DistributionTemplates.h,
+random_from_to_kernel -> cpu_serial_kernel).  The per-rank cost of a byte is
+the sum of the stages that rank runs in series (`serial_seconds_per_byte`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+# Linux defaults (Documentation/admin-guide/sysctl/vm.rst): vm.dirty_ratio = 20, vm.dirty_background_ratio = 10
+DEFAULT_DIRTY_RATIO = 0.20
+DEFAULT_DIRTY_BACKGROUND_RATIO = 0.10
+
+
+def dirty_thresholds(dirtyable_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_RATIO,
+                     background_ratio: float = DEFAULT_DIRTY_BACKGROUND_RATIO) -> dict[str, float]:
+    """Background, freerun, setpoint and hard limit of dirty page-cache bytes (mm/page-writeback.c)."""
+    if dirtyable_bytes < 0.0:
+        raise ValueError(f"dirtyable_bytes: expected >= 0, found {dirtyable_bytes!r}")
+    if not 0.0 < dirty_ratio <= 1.0:
+        raise ValueError(f"dirty_ratio: expected a share in (0, 1], found {dirty_ratio!r}")
+    if not 0.0 <= background_ratio <= 1.0:
+        raise ValueError(f"dirty_background_ratio: expected a share in [0, 1], found {background_ratio!r}")
+    limit = dirty_ratio * dirtyable_bytes
+    background = background_ratio * dirtyable_bytes
+    if background >= limit:
+        background = limit / 2.0  # as domain_dirty_limits() does when background is set at or above the limit
+    freerun = (background + limit) / 2.0
+    setpoint = (freerun + limit) / 2.0
+    return {"background": background, "freerun": freerun, "setpoint": setpoint, "limit": limit}
+
+
+def dirty_buffer_bytes(memory_bytes: float, resident_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_RATIO,
+                       background_ratio: float = DEFAULT_DIRTY_BACKGROUND_RATIO) -> float:
+    """Dirty bytes a throttled writer leaves in the page cache: the setpoint over the memory the application does not hold."""
+    dirtyable = max(0.0, memory_bytes - resident_bytes)
+    return dirty_thresholds(dirtyable, dirty_ratio, background_ratio)["setpoint"]
+
+
+def serial_seconds_per_byte(*rates_Bps: float) -> float:
+    """Seconds one thread spends per byte on stages it runs one after another (rates in bytes/s; inf = free)."""
+    total = 0.0
+    for rate in rates_Bps:
+        if not rate > 0.0:
+            raise ValueError(f"rate: expected > 0 bytes/s, found {rate!r}")
+        total += 0.0 if math.isinf(rate) else 1.0 / rate
+    return total
+
+
+def buffered_write_seconds(size: float, host_Bps: float, drive_Bps: float, buffer_bytes: float, fsync: bool = False) -> float:
+    """Seconds until a buffered write of `size` bytes returns (closed form of the fluid tank, see the module docstring)."""
+    if size < 0.0 or buffer_bytes < 0.0 or not host_Bps > 0.0 or not drive_Bps > 0.0:
+        raise ValueError(f"need size, buffer >= 0 and rates > 0, found {size!r}, {buffer_bytes!r}, {host_Bps!r}, {drive_Bps!r}")
+    if fsync:
+        return max(size / host_Bps, size / drive_Bps)
+    return max(size / host_Bps, max(0.0, size - buffer_bytes) / drive_Bps)
+
+
+def phased_write_seconds(phases: Sequence[tuple[float, float]], drive_Bps: float, buffer_bytes: float,
+                         dirty_start: float = 0.0) -> tuple[float, float]:
+    """Exact fluid tank for phases of (bytes, host rate) written one after another through one buffer.
+
+    Returns (seconds until the last write returns, dirty bytes left).  The
+    drive drains at drive_Bps whenever there is dirty data; the writer runs at
+    its host rate while the tank is below `buffer_bytes`, at the drain rate
+    when it is full.  Piecewise linear, so each piece is solved exactly."""
+    if buffer_bytes < 0.0 or not drive_Bps > 0.0:
+        raise ValueError(f"need buffer >= 0 and drive rate > 0, found {buffer_bytes!r}, {drive_Bps!r}")
+    t, dirty = 0.0, max(0.0, dirty_start)
+    for amount, host in phases:
+        if not host > 0.0 or amount < 0.0:
+            raise ValueError(f"phase: need bytes >= 0 and host rate > 0, found {amount!r}, {host!r}")
+        left = amount
+        while left > 1e-9 * max(1.0, amount):
+            if host <= drive_Bps:
+                # the drive keeps up: the tank drains at (D - H) while the writer runs at H
+                step = left / host
+                dirty = max(0.0, dirty - (drive_Bps - host) * step)
+                t += step
+                left = 0.0
+            elif dirty < buffer_bytes:
+                # the tank fills at (H - D) until it is full or the phase ends
+                to_full = (buffer_bytes - dirty) / (host - drive_Bps)
+                step = min(to_full, left / host)
+                dirty += (host - drive_Bps) * step
+                left -= host * step
+                t += step
+                if step == to_full:
+                    dirty = buffer_bytes
+            else:
+                # full: the writer is held to the drain rate
+                t += left / drive_Bps
+                left = 0.0
+    return t, dirty
+
+
+def dlio_transformer_parameters(hidden: int, layers: int, ffn_hidden: int, vocab: int, heads: int, kv_heads: int) -> int:
+    """Parameters as DLIO's checkpointing counts them (BaseCheckpointing.get_num_parameters, GQA form):
+    embedding + layers x (2 norms + QKV + dense + gated MLP) + final norm + LM head."""
+    head = hidden // heads
+    kv = head * kv_heads
+    per_layer = 2 * hidden + hidden * (hidden + 2 * kv) + hidden * hidden + 3 * ffn_hidden * hidden
+    return 2 * vocab * hidden + layers * per_layer + hidden
+
+
+# ---- per-core rates on the reference core (Zen 4 at 2.4 GHz, models.compute.CPUSpec.core_speed = 1)
+
+# torch.save of one rank: CRC-32 then copy into the page cache, one thread, in series.
+# Assumed: zlib-class CRC-32 measured 4.1 GB/s on one core of the development machine (AMD EPYC,
+# Python zlib.crc32 over 1 GiB); copy_from_user into freshly allocated page-cache pages ~4 GB/s per core
+# (a copy reads and writes each byte and allocates/charges a page per 4 KiB).  1 / (1/4.1 + 1/4) = 2.0 GB/s.
+TORCH_SAVE_GBps_PER_CORE = 2.0
+
+# torch.randint(high=1, dtype=int8) on CPU: one mt19937 draw + modulo per byte in a serial kernel
+# (random_from_to_kernel -> cpu_serial_kernel under the generator mutex), a few ns per element,
+# i.e. a few tenths of a GB/s per core.  Calibrated: StorageReview "Scaling AI Checkpoints", D7-PS1010
+# pass 1 mean 464 s (sr.ckpt.ps1010.pass1) with the save cost above, 8 ranks on Xeon Gold 6430
+# (core_speed 0.875) and DLIO's weights = 405.85e9 x 2 B (fp16, the model_datatype of DLIO's llama_405b
+# config); it then predicts the D5-P5336 pass-1 row within 2 %.  The weights:optimizer split of the study's
+# 1,636 GB is not published: with int8 tensors (1 B weights, 3 B optimizer per parameter, 1,623 GB) the same
+# fit would put the D5-P5336 pass 1 about 12 % high (~700 s), so the fp16 split is the one the two rows support.
+# DLIO timed region: main.py wraps checkpointing_mechanism.checkpoint() in stats.start_ckpt/end_ckpt.
+DLIO_GENERATE_GBps_PER_CORE = 0.362
