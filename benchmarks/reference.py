@@ -1,9 +1,9 @@
 """Plain-SimPy reference models the benchmark measures the project against.
 
-Nothing here uses the project's engine: a drive is a `simpy.Resource` with one
-server, a request holds it for its service time, and every request is its own
-SimPy events.  These are the models DESIGN.md section 2 says cost about 2e5
-I/Os per second.
+Nothing here uses the project's engine: a drive (or a rank's core) is a
+`simpy.Resource` with one server, a request holds it for its service time,
+and every request is its own SimPy events.  These are the models DESIGN.md
+section 2 says cost about 2e5 I/Os per second.
 """
 
 from __future__ import annotations
@@ -38,15 +38,6 @@ def closed_loop(requests_per_stream: list[list[float]], depth: int) -> tuple[flo
             env.process(worker(queue))
     env.run()
     return env.now, served
-
-
-def checkpoint_requests(shard_bytes: float, request_bytes: float, seconds_per_request_byte) -> list[float]:
-    """One rank's shard as a list of request service times (a shorter last request)."""
-    full, tail = divmod(shard_bytes, request_bytes)
-    times = [seconds_per_request_byte(request_bytes) * request_bytes] * int(full)
-    if tail > 1e-12 * request_bytes:
-        times.append(seconds_per_request_byte(tail) * tail)
-    return times
 
 
 def rank_pipeline(requests_per_rank: list[list[float]], core_seconds_per_byte: float, drive_seconds_per_byte: float,

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import lambertw
-
 BITS_PER_CELL = {"slc": 1, "mlc": 2, "tlc": 3, "qlc": 4}
 
 
@@ -55,6 +53,8 @@ def greedy_write_amplification(utilisation: float) -> float:
     if utilisation < 1e-6:
         return 1.0
     a = 1.0 / utilisation
+    from scipy.special import lambertw  # lazy: scipy costs ~0.3 s of every CLI start
+
     x0 = -float(lambertw(-a * math.exp(-a), 0).real) / a
     return 1.0 / (1.0 - x0)
 

@@ -94,6 +94,10 @@ class _FillState:
 
     def seconds_to_breakpoint(self, load: float) -> float:
         del load
+        if self.slc_exhausted:
+            # fill bands only re-size the pSLC cache; without one nothing changes at them (workloads
+            # read the fill when they start a flow, after engine.sync brings it up to date)
+            return math.inf
         host, _nand, new = self._rates()
         d = self.drive
         due = math.inf
@@ -174,6 +178,7 @@ class SSDRuntime:
         drive through a volume (defaults: sequential, new data)."""
         pattern = self.write_pattern if pattern is None else pattern
         overwrite = self.write_overwrite if overwrite is None else overwrite
+        self.engine.sync(self.write)  # the fill as of now, not as of the last event
         # once GC runs, every random write (new data or not) consumes blocks that GC must free from
         # randomly invalidated ones: the greedy WA applies to the whole random stream
         gc = self.gc_active and (overwrite or pattern == "rand")
