@@ -46,7 +46,7 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
                 "job": job.id,
                 "measured_MBps": round(job.bw_Bps / 1e6, 3),
                 "predicted_MBps": round(p["bw_Bps"] / 1e6, 3),
-                # what `iowatt run` predicts on the same SSDSpec today (models.ssd.closed_loop: writes buffered)
+                # what `iowatt run` predicts on the same SSDSpec (models.ssd.closed_loop, honouring spec.writes_queue)
                 "simulator_MBps": round(simulator_predict(spec, job)["bw_Bps"] / 1e6, 3),
                 "error_pct": round(error, 2),
                 "spread_pct": round(job.spread * 100, 2) if job.runs > 1 else None,

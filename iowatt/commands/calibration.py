@@ -197,7 +197,7 @@ def validate(
     s = report["summary"]
     console.print(f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
                   f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
-                  "(simulator_MBps: `iowatt run` today, writes buffered)")
+                  "(simulator_MBps: what `iowatt run` predicts with the profile as a device)")
 
 
 def register(app: typer.Typer) -> None:
