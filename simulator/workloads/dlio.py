@@ -429,10 +429,17 @@ def _trial(ctx: RunContext, params: DlioParams, n: int) -> float:
 
 def max_accelerators(ctx: RunContext, params: DlioParams, target: float = 0.90,
                      seen: dict[int, float] | None = None) -> tuple[int, list[list[float]]]:
-    """Largest N with sustained AU >= target: doubling, then bisection.  Returns (N, trials).
+    """Largest N with sustained AU >= target.  Returns (N, trials).
 
-    `seen` (N -> AU) carries trials over between searches for different targets."""
+    Brackets from the scenario's own accelerator count (doubling up, or down to none), then
+    narrows the bracket.  Each step first tries the supply-bound estimate: when storage
+    limits, AU(N) = S / (N x demand), so the last N meeting the target is about
+    N_bad x AU(N_bad) / target; a hit is confirmed by trying one more.  Bisection takes
+    over whenever the estimate is not strictly inside the bracket, so the answer is the
+    same as plain bisection for any AU that falls with N; big clusters need a handful of
+    trials instead of a dozen.  `seen` (N -> AU) carries trials over between targets."""
     seen = {} if seen is None else seen
+    top = params.search_max_accelerators
 
     def ok(n: int) -> bool:
         if n not in seen:
@@ -440,13 +447,12 @@ def max_accelerators(ctx: RunContext, params: DlioParams, target: float = 0.90,
         return seen[n] >= target
 
     def rows() -> list[list[float]]:
-        return [[float(n), 100.0 * au] for n, au in seen.items()]
+        return [[float(n), 100.0 * au] for n, au in sorted(seen.items())]
 
-    if not ok(1):
-        return 0, rows()
-    good, bad = 1, None
+    start = min(max(params.accelerators, 1), top)
+    good, bad = (start, None) if ok(start) else (0, start)
     while bad is None:
-        n = min(good * 2, params.search_max_accelerators)
+        n = min(good * 2, top)
         if n == good:
             return good, rows()
         if ok(n):
@@ -454,6 +460,15 @@ def max_accelerators(ctx: RunContext, params: DlioParams, target: float = 0.90,
         else:
             bad = n
     while bad - good > 1:
+        estimate = int(bad * seen[bad] / target)
+        if good < estimate < bad:
+            if ok(estimate):
+                good = estimate
+                if good + 1 < bad and not ok(good + 1):
+                    bad = good + 1
+            else:
+                bad = estimate
+            continue
         mid = (good + bad) // 2
         if ok(mid):
             good = mid
