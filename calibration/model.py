@@ -24,12 +24,11 @@ request that queues behind other requests:
   latency would stay flat until the ceiling (docs/calibration.md).
 
 The fit tries both and keeps the better (lower weighted cost); the profile
-records the choice.  With writes_queue=False (or for read-only jobs) the
-prediction is exactly models.ssd.closed_loop, the law `iowatt run` uses
-(tests/test_calibration_fit.py and tests/test_calibration_profile.py check
-both).  SSDSpec has no field for the switch yet, so `iowatt run` applies the
-buffered law to a profile's writes; `iowatt validate` prints that prediction
-next to the profile's (simulator_MBps).
+records the choice in SSDSpec.writes_queue, so the prediction is exactly
+models.ssd.closed_loop on the profile's spec, the law `iowatt run` uses
+(tests/test_calibration_fit.py, tests/test_calibration_profile.py and
+tests/test_catalog_profile.py check it); `iowatt validate` prints that
+prediction next to the fit's (simulator_MBps).
 
 Writes to fio's test file are modelled fresh-out-of-box (overwrite=False):
 a test file laid out moments before is not the steady-state garbage-collected

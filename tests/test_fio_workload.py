@@ -6,9 +6,7 @@ import itertools
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
-import simpy
 from typer.testing import CliRunner
 
 from iowatt.cli import app
@@ -16,6 +14,7 @@ from models import catalog, nand, ssd
 from scenarios.fiojob import parse_fio_size, parse_job_file
 from scenarios.loader import ScenarioError, load
 from scenarios.run import run_scenario
+from tests.queueing_oracle import per_io_units
 
 KiB = 1024
 LIB = Path(__file__).resolve().parents[1] / "scenarios" / "library"
@@ -73,28 +72,6 @@ def test_sync_engine_keeps_one_request_per_job() -> None:
     assert a["outstanding_ios"] == 1
 
 
-def per_io_units(n: int, units: int, unit_s: float, requests: int = 12000, seed: int = 11) -> float:
-    """Per-I/O SimPy oracle: n requests in a closed loop, each sent to one of `units` FCFS flash units
-    chosen at random, exponential service of mean unit_s (the network the concurrency law solves)."""
-    rng = np.random.default_rng(seed)
-    env = simpy.Environment()
-    servers = [simpy.Resource(env, capacity=1) for _ in range(units)]
-    done = [0]
-    warm, t_warm = requests // 10, [0.0]
-
-    def client():
-        while done[0] < requests:
-            with servers[int(rng.integers(units))].request() as req:
-                yield req
-                yield env.timeout(float(rng.exponential(unit_s)))
-            done[0] += 1
-            if done[0] == warm:
-                t_warm[0] = env.now
-
-    for _ in range(n):
-        env.process(client())
-    env.run()
-    return (done[0] - warm) / (env.now - t_warm[0])
 
 
 @pytest.mark.parametrize("qd", [1, 2, 4, 8, 32])

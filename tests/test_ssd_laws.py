@@ -16,6 +16,7 @@ from models.links import LinkSpec, link_payload_Bps
 from models.ssd import SSDSpec
 from simulator.flows import FlowEngine, run_until_idle
 from simulator.ssd_runtime import SSDRuntime
+from tests.queueing_oracle import per_io_units
 
 KiB = 1024
 SPEC_6550 = catalog.spec_from("ssd", "micron-6550-ion")
@@ -81,26 +82,7 @@ def _mva_units(n: int, c: int, unit_s: float) -> float:
 
 def _simpy_units(n: int, c: int, unit_s: float, requests: int = 12000, seed: int = 7) -> float:
     """Per-request SimPy run of the same network: n clients, c FCFS units, exponential service, random unit."""
-    rng = np.random.default_rng(seed)
-    env = simpy.Environment()
-    units = [simpy.Resource(env, capacity=1) for _ in range(c)]
-    done = [0]
-    warm = requests // 10
-    t_warm = [0.0]
-
-    def client():
-        while done[0] < requests:
-            with units[int(rng.integers(c))].request() as req:
-                yield req
-                yield env.timeout(float(rng.exponential(unit_s)))
-            done[0] += 1
-            if done[0] == warm:
-                t_warm[0] = env.now
-
-    for _ in range(n):
-        env.process(client())
-    env.run()
-    return (done[0] - warm) / (env.now - t_warm[0])
+    return per_io_units(n, c, unit_s, requests, seed)
 
 
 @pytest.mark.parametrize("c", [1, 4, 16])

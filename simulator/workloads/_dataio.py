@@ -54,39 +54,32 @@ def _own_usage(function: Any, block_bytes: float, pattern: Pattern, queue_depth:
     return list(function(block_bytes, **kwargs))
 
 
-def read_usage(volume: Any, block_bytes: float, pattern: Pattern = "seq", queue_depth: int = 1) -> list:
-    """Constraints one byte read from the volume crosses, with the pattern and outstanding requests per drive."""
+def _usage(volume: Any, block_bytes: float, pattern: Pattern, queue_depth: int, write: bool) -> list:
     drives = _drives(volume)
     if drives is None:
-        return _own_usage(volume.read_usage, block_bytes, pattern, queue_depth)
+        return _own_usage(volume.write_usage if write else volume.read_usage, block_bytes, pattern, queue_depth)
     share = 1.0 / len(drives)
     # a request larger than the stripe share is split: each drive sees at least its share of the block
     per_drive_block = max(block_bytes * share, 4096.0) if len(drives) > 1 else block_bytes
     qd = max(1, round(queue_depth * share)) if len(drives) > 1 else max(1, int(queue_depth))
     usage: list = []
     for d in drives:
+        method = d.write_usage if write else d.read_usage
         if _is_hdd(d):
-            usage += d.read_usage(per_drive_block, share, access=_HDD_ACCESS[pattern], queue_depth=qd)
+            usage += method(per_drive_block, share, access=_HDD_ACCESS[pattern], queue_depth=qd)
         else:
-            usage += d.read_usage(per_drive_block, share, pattern=pattern)
+            usage += method(per_drive_block, share, pattern=pattern)
     return usage
+
+
+def read_usage(volume: Any, block_bytes: float, pattern: Pattern = "seq", queue_depth: int = 1) -> list:
+    """Constraints one byte read from the volume crosses, with the pattern and outstanding requests per drive."""
+    return _usage(volume, block_bytes, pattern, queue_depth, write=False)
 
 
 def write_usage(volume: Any, block_bytes: float, pattern: Pattern = "seq", queue_depth: int = 1) -> list:
     """Constraints one byte written to the volume crosses (new data, not overwrites)."""
-    drives = _drives(volume)
-    if drives is None:
-        return _own_usage(volume.write_usage, block_bytes, pattern, queue_depth)
-    share = 1.0 / len(drives)
-    per_drive_block = max(block_bytes * share, 4096.0) if len(drives) > 1 else block_bytes
-    qd = max(1, round(queue_depth * share)) if len(drives) > 1 else max(1, int(queue_depth))
-    usage: list = []
-    for d in drives:
-        if _is_hdd(d):
-            usage += d.write_usage(per_drive_block, share, access=_HDD_ACCESS[pattern], queue_depth=qd)
-        else:
-            usage += d.write_usage(per_drive_block, share, pattern=pattern)
-    return usage
+    return _usage(volume, block_bytes, pattern, queue_depth, write=True)
 
 
 def drive_specs(volume: Any) -> list[Any]:
