@@ -81,6 +81,11 @@ class Manifest(BaseModel):
     files: list[FileEntry] = Field(default_factory=list)
 
 
+def new_manifest(kind: Literal["fio", "dlio"], tools: dict[str, str], **fields: Any) -> Manifest:
+    """A manifest for a bundle being written now: format, version, a fresh id and the creation time filled in."""
+    return Manifest(format=FORMAT, version=VERSION, id=new_id(), kind=kind, created=now_iso(), tools=tools, **fields)
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -145,12 +145,8 @@ def ingest(source: Path, out: Path) -> bundle.Manifest:
             workload = loaded.get("workload", loaded) if isinstance(loaded, dict) else {}
         except yaml.YAMLError:
             workload = {}
-    manifest = bundle.Manifest(
-        format=bundle.FORMAT,
-        version=bundle.VERSION,
-        id=bundle.new_id(),
-        kind="dlio",
-        created=bundle.now_iso(),
+    manifest = bundle.new_manifest(
+        "dlio",
         tools={"iowatt": "ingest", "dlio_benchmark": str(summary.get("version", "unknown")), "python": sys.version.split()[0]},
         plan=str(workload.get("model", {}).get("name", "") if isinstance(workload.get("model"), dict) else workload.get("model", "")),
         target={"source": str(source), "hostname": summary.get("hostname"), "num_accelerators": summary.get("num_accelerators"), "ranks": len(ranks)},

@@ -38,6 +38,14 @@ def bs_label(bs: int) -> str:
     return str(bs)
 
 
+def _size_bytes(cls: type, value: Any) -> int:
+    """fio-style sizes ('128k', '1m', 4096) for a pydantic field; errors name what was found."""
+    try:
+        return size_bytes(value)
+    except FioParseError as error:
+        raise ValueError(str(error)) from None
+
+
 class FioJob(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -47,13 +55,7 @@ class FioJob(BaseModel):
     numjobs: int = Field(default=1, ge=1, le=256)
     rwmixread: int = Field(default=70, ge=0, le=100, description="percent reads, randrw only")
 
-    @field_validator("bs", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> int:
-        try:
-            return size_bytes(value)
-        except FioParseError as error:
-            raise ValueError(str(error)) from None
+    _bs_bytes = field_validator("bs", mode="before")(_size_bytes)
 
     @property
     def id(self) -> str:
@@ -77,13 +79,7 @@ class Plan(BaseModel):
     ioengine: str = "libaio"
     jobs: list[FioJob]
 
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> int:
-        try:
-            return size_bytes(value)
-        except FioParseError as error:
-            raise ValueError(str(error)) from None
+    _plan_size_bytes = field_validator("size", mode="before")(_size_bytes)
 
     def estimated_seconds(self, repeat: int = 1) -> float:
         return repeat * len(self.jobs) * (self.runtime_s + self.ramp_s + 0.4)

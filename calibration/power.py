@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 POWERCAP = Path("/sys/class/powercap")
@@ -27,15 +28,18 @@ def _run(args: list[str], timeout: float = 3.0) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-class Source:
+class Source(ABC):
+    """One optional power reading of the machine (RAPL, NVMe power state, IPMI DCMI, nvidia-smi)."""
+
     name = ""
 
+    @abstractmethod
     def probe(self) -> str | None:
         """None when available, else why not."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read(self) -> dict[str, float]:
-        raise NotImplementedError
+        """The current readings, by column name."""
 
 
 class Rapl(Source):

@@ -223,12 +223,8 @@ def collect(
             target.fio_filename.unlink(missing_ok=True)
     bundle.write_csv(out / "tables" / "runs.csv", run_rows)
     bundle.write_csv(out / "tables" / "jobs.csv", summarize(run_rows))
-    manifest = bundle.Manifest(
-        format=bundle.FORMAT,
-        version=bundle.VERSION,
-        id=bundle.new_id(),
-        kind="fio",
-        created=bundle.now_iso(),
+    manifest = bundle.new_manifest(
+        "fio",
         tools={"iowatt": _iowatt_version(), "fio": fio_version(fio), "python": sys.version.split()[0]},
         plan=plan.name,
         repeat=repeat,

@@ -522,7 +522,7 @@ def run_sweep(
         keep = sink.existing() if resume else []
         done_hashes = {str(r["scenario_hash"]) for r in keep}
         sink.start(keep, ["case", *sweep.keys, "scenario_hash", "error"])
-    todo: list[Case] = []
+    to_run: list[Case] = []
     seen: set[tuple] = set()
     for case in cases:
         key = tuple(sorted(case.values.items()))
@@ -530,16 +530,16 @@ def run_sweep(
             result.skipped += 1
             continue
         seen.add(key)
-        todo.append(case)
+        to_run.append(case)
     workers = max(1, int(getattr(executor, "iowatt_workers", 1) or 1))
-    size = chunk_size or max(1, min(16, math.ceil(len(todo) / (4 * workers))))
+    size = chunk_size or max(1, min(16, math.ceil(len(to_run) / (4 * workers))))
     start = time.perf_counter()
     pending: dict[Future, list[Case]] = {}
-    for i in range(0, len(todo), size):
-        chunk = todo[i : i + size]
+    for i in range(0, len(to_run), size):
+        chunk = to_run[i : i + size]
         pending[executor.submit(run_cases, sweep.base, sweep.origin, list(sweep.overrides), chunk)] = chunk
-    by_index = {case.index: case for case in todo}
-    bar = _progress(len(todo), enabled=progress)
+    by_index = {case.index: case for case in to_run}
+    bar = _progress(len(to_run), enabled=progress)
     try:
         for future in as_completed(pending):
             chunk = pending[future]
