@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import uuid
 from datetime import UTC, datetime
@@ -103,17 +102,10 @@ def new_id() -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    from simulator.report import to_csv  # the same CSV shape as `iowatt run --format csv`
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    columns: list[str] = []
-    for row in rows:
-        for key in row:
-            if key not in columns:
-                columns.append(key)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    path.write_text(buffer.getvalue())
+    path.write_text(to_csv(rows))
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
