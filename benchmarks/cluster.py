@@ -15,8 +15,7 @@ import time
 
 import numpy as np
 import simpy
-
-from simulator.flows import FlowEngine, run_until_idle
+from iowatt.simulator.flows import FlowEngine, run_until_idle
 
 GPUS_PER_NODE = 8
 GPU_LINK_Bps = 50e9                  # PCIe Gen5 x16 device-to-host copy, after copy efficiency
@@ -99,8 +98,8 @@ def cluster_scenario(gpus: int) -> dict:
 
 def run_cluster_scenario(gpus: int) -> dict[str, float]:
     """Wall time of run_scenario on cluster_scenario(gpus), and the flows moving at once (from a second, recorded run)."""
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     scenario = load(cluster_scenario(gpus))
     began = time.perf_counter()

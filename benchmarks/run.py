@@ -90,13 +90,13 @@ def check(metric: str, value: float, unit: str, op: str, target: float | None) -
 
 
 def load_scenario(name: str, overrides: list[str] | tuple[str, ...] = ()):
-    from scenarios.loader import load
+    from iowatt.scenarios.loader import load
 
     return load(name, list(overrides))
 
 
 def run_once(scenario) -> tuple[dict[str, Any], Any]:
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.run import run_scenario
 
     return run_scenario(scenario)
 
@@ -226,7 +226,7 @@ def _reference_service(overrides: list[str]) -> tuple[float, float, int, list[tu
     constraint is shared by all ranks, and its largest coefficient / capacity is
     the drive's service time per byte (DESIGN.md section 2: the drive as a
     simpy.Resource)."""
-    from simulator import flows
+    from iowatt.simulator import flows
 
     seen: list[tuple[str, float, float]] = []
     original = flows.FlowEngine.start
@@ -327,8 +327,8 @@ def row_per_io_reference(repeat: int, quick: bool) -> dict[str, Any]:
 
 
 def row_per_io_mode(repeat: int, quick: bool) -> dict[str, Any]:
-    from models.ssd import read_seconds_per_byte
-    from simulator.discrete import FlowCase, NetworkCase, run_per_io
+    from iowatt.models.ssd import read_seconds_per_byte
+    from iowatt.simulator.discrete import FlowCase, NetworkCase, run_per_io
 
     spec = load_scenario(SINGLE).system.storage.device_spec()
     per_byte = read_seconds_per_byte(spec, RANDREAD_BYTES, "rand")
@@ -358,7 +358,7 @@ def row_per_io_mode(repeat: int, quick: bool) -> dict[str, Any]:
 
 
 def _cluster_kind_available() -> bool:
-    from scenarios.schema import scenario_model
+    from iowatt.scenarios.schema import scenario_model
 
     return '"cluster"' in json.dumps(scenario_model().model_json_schema())
 
@@ -460,8 +460,7 @@ def row_cli(repeat: int) -> dict[str, Any]:
 def _sweep_api(count: int, jobs: int) -> tuple[float, int, int]:
     """(seconds including pool start-up, cases done, cases failed) through scenarios.sweep."""
     import sweep as cases
-
-    from scenarios.sweep import Sweep, load_base, open_executor, run_sweep
+    from iowatt.scenarios.sweep import Sweep, load_base, open_executor, run_sweep
 
     base, origin = load_base(cases.LIBRARY_SCENARIO)
     began = time.perf_counter()

@@ -32,8 +32,8 @@ def cases(count: int) -> list[tuple[str, ...]]:
 
 
 def run_variant(overrides: tuple[str, ...]) -> float:
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     document, _ = run_scenario(load(LIBRARY_SCENARIO, list(overrides)))
     return document["metrics"]["simulated_seconds"]

@@ -102,7 +102,7 @@ def new_id() -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    from simulator.report import to_csv  # the same CSV shape as `iowatt run --format csv`
+    from iowatt.simulator.report import to_csv  # the same CSV shape as `iowatt run --format csv`
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(to_csv(rows))

@@ -12,10 +12,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from calibration import bundle, profile
-from calibration.dataset import load_jobs
-from calibration.model import predict, simulator_predict
-from models.ssd import SSDSpec
+from iowatt.calibration import bundle, profile
+from iowatt.calibration.dataset import load_jobs
+from iowatt.calibration.model import predict, simulator_predict
+from iowatt.models.ssd import SSDSpec
 
 NOISE_SIGMAS = 2.0  # a miss within two run-to-run standard deviations is indistinguishable from noise (~95 % for normal noise)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calibration import bundle, power
-from calibration.fioparse import FioParseError, load_document, parse
-from calibration.model import Job
-from calibration.runner import summarize
+from iowatt.calibration import bundle, power
+from iowatt.calibration.fioparse import FioParseError, load_document, parse
+from iowatt.calibration.model import Job
+from iowatt.calibration.runner import summarize
 
 
 def load_jobs(root: Path | str, manifest: bundle.Manifest | None = None) -> list[Job]:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from calibration import bundle
+from iowatt.calibration import bundle
 
 
 class DlioError(ValueError):

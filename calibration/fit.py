@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from iowatt.calibration.model import ALL_FIELDS, FIELDS, Job, predict
+from iowatt.models.ssd import SSDSpec
 from scipy.optimize import least_squares
-
-from calibration.model import ALL_FIELDS, FIELDS, Job, predict
-from models.ssd import SSDSpec
 
 SPREAD_FLOOR = 0.03  # assumed: 3 %, below the smallest run-to-run spread a 1 s fio job shows on any machine we measured
 PRIOR_DOF = 4.0  # assumed: the pooled spread counts as four extra runs of each job (see sigma)

@@ -41,8 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from models import ssd as ssd_model
-from models.ssd import SSDSpec
+from iowatt.models import ssd as ssd_model
+from iowatt.models.ssd import SSDSpec
 
 # The SSDSpec fields a fio bundle informs, per direction (names as in SSDSpec).
 FIELDS = {

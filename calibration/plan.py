@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from iowatt.calibration.fioparse import FioParseError, size_bytes
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from calibration.fioparse import FioParseError, size_bytes
 
 RW = Literal["randread", "randwrite", "read", "write", "randrw"]
 

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from calibration.fit import FitResult
-from models.provenance import unwrap
+from iowatt.calibration.fit import FitResult
+from iowatt.models.provenance import unwrap
 
 FORMAT = "iowatt-profile"
 VERSION = 1
@@ -69,7 +68,7 @@ def build(
     measured: dict[str, tuple[float, str]] | None = None,
 ) -> dict[str, Any]:
     """The profile document.  `measured`: fields read off the machine (value, source), e.g. the capacity from the inventory."""
-    from models import catalog
+    from iowatt.models import catalog
 
     base = catalog.lookup("ssd", base_name)
     src = f"{bundle_path} (manifest {manifest.id})"
@@ -174,7 +173,7 @@ def load(path: Path) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
         raise ProfileError(f"--profile {path}: expected kind ssd with one entry")
     ((name, fields),) = entries.items()
     plain, _ = unwrap(dict(fields))
-    from models.ssd import SSDSpec
+    from iowatt.models.ssd import SSDSpec
 
     try:
         spec = SSDSpec.model_validate({"name": name, **plain})

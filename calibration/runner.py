@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calibration import bundle, inventory, power
-from calibration.fioparse import parse_file
-from calibration.plan import FioJob, Plan
+from iowatt.calibration import bundle, inventory, power
+from iowatt.calibration.fioparse import parse_file
+from iowatt.calibration.plan import FioJob, Plan
 
 TEST_FILE = "iowatt-fio.testfile"
 
@@ -248,7 +248,7 @@ def collect(
 
 def _iowatt_version() -> str:
     try:
-        from simulator.provenance import version
+        from iowatt.simulator.provenance import version
 
         return version()
     except Exception:  # the version string is informative only

@@ -34,7 +34,7 @@ OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write
 
 def _version(value: bool) -> None:
     if value:
-        from simulator.provenance import version
+        from iowatt.simulator.provenance import version
 
         typer.echo(f"iowatt {version()}")
         raise typer.Exit()
@@ -70,7 +70,7 @@ def run(
 ) -> None:
     """Run one scenario and print its metrics and energy."""
     from iowatt.output import choose_format, write_text
-    from scenarios.loader import load
+    from iowatt.scenarios.loader import load
 
     if fio is not None:
         loaded = _load_with_fio(scenario, fio, set_ or [])
@@ -84,8 +84,8 @@ def run(
         write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
         return
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
-    from scenarios.run import run_scenario
-    from simulator import report
+    from iowatt.scenarios.run import run_scenario
+    from iowatt.simulator import report
 
     document, sim = run_scenario(loaded)
     if timing:
@@ -105,8 +105,8 @@ def run(
 
 def _load_with_fio(scenario: str | None, jobfile: Path, overrides: list[str]):  # returns the validated scenario
     """The scenario (or a bare system) with its workload replaced by the fio job file."""
-    from scenarios.fiojob import parse_job_file
-    from scenarios.loader import ScenarioError, load, read_yaml, resolve_path
+    from iowatt.scenarios.fiojob import parse_job_file
+    from iowatt.scenarios.loader import ScenarioError, load, read_yaml, resolve_path
 
     workload = parse_job_file(jobfile)
     if scenario is not None:
@@ -129,7 +129,7 @@ def schema(output: OutputOption = None) -> None:
     import json
 
     from iowatt.output import write_text
-    from scenarios.schema import json_schema
+    from iowatt.scenarios.schema import json_schema
 
     write_text(json.dumps(json_schema(), indent=2) + "\n", output)
 
@@ -141,8 +141,8 @@ def catalog_list(
     fmt: FormatOption = None,
 ) -> None:
     """List catalog entries with counts of datasheet / measured / calibrated / assumed values."""
-    from models import catalog
-    from simulator import report
+    from iowatt.models import catalog
+    from iowatt.simulator import report
 
     entries = catalog.entries(kind)
     if kind is not None and not entries:
@@ -181,8 +181,8 @@ def catalog_show(
     """Show one entry: every value with where it comes from."""
     import json
 
+    from iowatt.models import catalog
     from iowatt.output import choose_format, write_text
-    from models import catalog
 
     entry = catalog.find(name)
     values = entry.spec.model_dump(mode="json")

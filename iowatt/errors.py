@@ -19,11 +19,11 @@ class UserError(Exception):
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from pydantic import ValidationError
 
-    from models.catalog import CatalogError
-    from models.units import UnitError
-    from scenarios.loader import ScenarioError
-    from simulator.flows import EngineError
-    from simulator.workloads import WorkloadConfigError
+    from iowatt.models.catalog import CatalogError
+    from iowatt.models.units import UnitError
+    from iowatt.scenarios.loader import ScenarioError
+    from iowatt.simulator.flows import EngineError
+    from iowatt.simulator.workloads import WorkloadConfigError
 
     return (UserError, ScenarioError, CatalogError, UnitError, ValidationError, WorkloadConfigError, EngineError)
 

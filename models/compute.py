@@ -13,9 +13,8 @@ thread blocks = SMs x blocks per SM.
 
 from __future__ import annotations
 
+from iowatt.models.links import LinkSpec
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from models.links import LinkSpec
 
 
 class GPUSpec(BaseModel):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from models.links import (
+from iowatt.models.links import (
     IB_HEADER_BYTES,
     LinkSpec,
     Transport,

@@ -68,10 +68,9 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
+from iowatt.models import catalog
+from iowatt.models.links import LinkSpec, link_payload_Bps
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from models import catalog
-from models.links import LinkSpec, link_payload_Bps
 
 Scheduling = Literal["fcfs", "elevator", "satf", "rpo"]
 Access = Literal["random", "sequential"]

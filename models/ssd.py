@@ -67,10 +67,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from iowatt.models import nand
+from iowatt.models.links import LinkSpec, link_payload_Bps
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from models import nand
-from models.links import LinkSpec, link_payload_Bps
 
 KiB = 1024
 _B4K = 4 * KiB

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scenarios.loader import ScenarioError
+from iowatt.scenarios.loader import ScenarioError
 
 # fio option -> FioParams field, for options taken as they are
 DIRECT = {

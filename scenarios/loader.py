@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import yaml
+from iowatt.scenarios.schema import ScenarioBase, scenario_model
+from iowatt.simulator import workloads
 from pydantic import BaseModel, ValidationError
-
-from scenarios.schema import ScenarioBase, scenario_model
-from simulator import workloads
 
 LIBRARY_DIR = Path(__file__).parent / "library"
 SYSTEM_SECTIONS = ("server", "gpus", "storage")

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models import goodput as gp
-from scenarios.loader import ScenarioError
-from scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
-from scenarios.sweep import _typed as sw_typed
+from iowatt.models import goodput as gp
+from iowatt.scenarios.loader import ScenarioError
+from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
+from iowatt.scenarios.sweep import _typed as sw_typed
 
 INTERVAL_KEY = "checkpoint_interval"
 LAYOUT_KEY = "storage.layout"  # choices of storage kinds/levels: [{kind: local}, {kind: raid, level: 5}, ...]
@@ -194,7 +194,7 @@ def _layout_label(layout: dict[str, Any]) -> str:
 def _interval(value: Any, where: str) -> float | str:
     if isinstance(value, str) and value.strip().lower() in INTERVAL_RULES:
         return value.strip().lower()
-    from models.units import UnitError, parse_seconds
+    from iowatt.models.units import UnitError, parse_seconds
 
     try:
         seconds = float(parse_seconds(value))
@@ -214,8 +214,7 @@ PRICES_FILE = Path(__file__).resolve().parent.parent / "models" / "catalog" / "p
 def load_prices(path: Path = PRICES_FILE) -> dict[str, dict[str, Any]]:
     """{device name: {usd_per_TB, date, provenance}} from models/catalog/prices.yml."""
     import yaml
-
-    from models.provenance import unwrap
+    from iowatt.models.provenance import unwrap
 
     if not path.exists():
         return {}
@@ -243,7 +242,7 @@ def price_usd_per_TB(spec: Any) -> float | None:
 
 def device_spec(value: Any) -> Any:
     """An SSD or HDD spec from a catalog name or inline spec (SSDs first, as the scenario schema does)."""
-    from models import catalog
+    from iowatt.models import catalog
 
     try:
         return catalog.spec_from("ssd", value)
@@ -266,7 +265,7 @@ def storage_drives(storage: dict[str, Any]) -> tuple[Any, int, float]:
         return storage["device"], int(storage["nodes"]) * int(storage["drives_per_node"]), int(k) / (int(k) + int(m))
     count = int(storage.get("count", 1))
     if kind == "raid":
-        from models.array import usable_fraction
+        from iowatt.models.array import usable_fraction
 
         return storage["device"], count, usable_fraction(int(storage["level"]), count)
     return storage["device"], count, 1.0
@@ -365,7 +364,7 @@ def derived_metrics(
 
 def _gpu_compute_extra_W(resolved: dict[str, Any]) -> float:
     """GPUs compute between checkpoints and wait during a blocking save: n x (active - idle) W more while training."""
-    from models import catalog
+    from iowatt.models import catalog
 
     gpus = resolved["system"].get("gpus") or {}
     count = int(gpus.get("count", 0) or 0)
@@ -462,7 +461,7 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     A combination that is not a valid scenario (PS2 on a drive with one power
     state) is marked `invalid`: it is not a candidate, so it neither counts as
     rejected nor explains a rejection."""
-    from scenarios.sweep import resolve_case
+    from iowatt.scenarios.sweep import resolve_case
 
     resolved_cases = {case.index: resolve_case(sweep, case) for case in cases}
     result = run_sweep(sweep, executor, cases=cases)

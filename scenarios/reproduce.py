@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from iowatt.scenarios.loader import ScenarioError, load, read_yaml
+from iowatt.scenarios.run import run_scenario
+from iowatt.scenarios.validation import lookup_metric, parse_metric_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from scenarios.loader import ScenarioError, load, read_yaml
-from scenarios.run import run_scenario
-from scenarios.validation import lookup_metric, parse_metric_path
 
 STUDIES_DIR = Path(__file__).parent / "studies"
 _REPO = Path(__file__).resolve().parent.parent
@@ -279,7 +278,7 @@ def comparison_rows(result: SectionResult) -> list[dict[str, Any]]:
 
 
 def _fmt(value: float | None) -> str:
-    from simulator.report import format_number
+    from iowatt.simulator.report import format_number
 
     return "-" if value is None else format_number(value)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.schema import ScenarioBase
-from simulator.provenance import provenance
-from simulator.run import Simulation, simulate
+from iowatt.scenarios.schema import ScenarioBase
+from iowatt.simulator.provenance import provenance
+from iowatt.simulator.run import Simulation, simulate
 
 RESULT_SCHEMA_VERSION = 1
 

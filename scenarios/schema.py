@@ -5,10 +5,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Union
 
+from iowatt.simulator import workloads
+from iowatt.simulator.system import SystemConfig
 from pydantic import BaseModel, ConfigDict, Field, create_model
-
-from simulator import workloads
-from simulator.system import SystemConfig
 
 
 class ScenarioBase(BaseModel):

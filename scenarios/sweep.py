@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from scenarios.loader import ScenarioError, apply_set, read_yaml, resolve_path, validate
+from iowatt.scenarios.loader import ScenarioError, apply_set, read_yaml, resolve_path, validate
 
 BASE_COLUMNS = ("case", "scenario_hash", "error")
 _HASH = re.compile(r"[0-9a-f]{64}")
@@ -248,7 +247,7 @@ def run_resolved(resolved: dict[str, Any]) -> dict[str, Any]:
 
 def _run(scenario: Any) -> dict[str, Any]:
     try:
-        from scenarios.run import run_scenario
+        from iowatt.scenarios.run import run_scenario
 
         document, _ = run_scenario(scenario)
         metrics = dict(document["metrics"])

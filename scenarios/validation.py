@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from iowatt.scenarios.loader import ScenarioError, load, read_yaml
+from iowatt.scenarios.run import run_scenario
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from scenarios.loader import ScenarioError, load, read_yaml
-from scenarios.run import run_scenario
 
 # units a row may state, and the metric-name suffixes that carry each
 UNIT_SUFFIXES: dict[str, tuple[str, ...]] = {
@@ -312,10 +311,9 @@ def validate_file(path: Path) -> ValidationReport:
 def render_report(report: ValidationReport) -> str:
     import io
 
+    from iowatt.simulator.report import format_number
     from rich.console import Console
     from rich.table import Table
-
-    from simulator.report import format_number
 
     console = Console(file=io.StringIO(), width=160, force_terminal=False, color_system=None)
     table = Table(title="predicted vs measured")

@@ -22,8 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import simpy
-
-from simulator.flows import FlowEngine, run_until_idle
+from iowatt.simulator.flows import FlowEngine, run_until_idle
 
 
 @dataclass

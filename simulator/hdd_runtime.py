@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-from models.hdd import Access, HDDSpec, active_watts, seconds_per_byte
-from models.links import link_payload_Bps
-from simulator.flows import Constraint, FlowEngine, Meter
+from iowatt.models.hdd import Access, HDDSpec, active_watts, seconds_per_byte
+from iowatt.models.links import link_payload_Bps
+from iowatt.simulator.flows import Constraint, FlowEngine, Meter
 
 SATA_NCQ_DEPTH = 32  # Serial ATA rev 2.6+ native command queueing: 32 tags
 

@@ -8,7 +8,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from models.catalog import CATALOG_DIR
+from iowatt.models.catalog import CATALOG_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,11 +8,10 @@ from typing import Any
 
 import numpy as np
 import simpy
+from iowatt.simulator import workloads
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.system import SystemConfig, SystemRuntime
 from pydantic import BaseModel
-
-from simulator import workloads
-from simulator.flows import FlowEngine
-from simulator.system import SystemConfig, SystemRuntime
 
 WH = 3600.0
 

@@ -36,9 +36,9 @@ import math
 from collections.abc import Generator
 from typing import Any
 
-from models import nand
-from models.links import link_payload_Bps
-from models.ssd import (
+from iowatt.models import nand
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.ssd import (
     Pattern,
     SSDSpec,
     io_joules,
@@ -50,7 +50,7 @@ from models.ssd import (
     write_joules_per_byte,
     write_seconds_per_byte,
 )
-from simulator.flows import Constraint, FlowEngine, Meter
+from iowatt.simulator.flows import Constraint, FlowEngine, Meter
 
 FILL_BAND = 0.01  # fill breakpoints every 1 % of user capacity
 

@@ -28,20 +28,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from iowatt.models import catalog
+from iowatt.models.array import check_erasure, check_geometry
+from iowatt.models.compute import CPUSpec, GPUSpec
+from iowatt.models.fabric import FabricName, port_goodput_Bps
+from iowatt.models.hdd import HDDSpec
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.ssd import SSDSpec, power_cap_W
+from iowatt.models.units import Bytes, Fraction, Watts
+from iowatt.simulator.flows import Constraint, FlowEngine, Meter
+from iowatt.simulator.hdd_runtime import HddRuntime
+from iowatt.simulator.ssd_runtime import SSDRuntime
+from iowatt.simulator.volumes import ClusterNode, ClusterVolume, NfsVolume, RaidVolume, ServerNode, StripedDrives
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
-
-from models import catalog
-from models.array import check_erasure, check_geometry
-from models.compute import CPUSpec, GPUSpec
-from models.fabric import FabricName, port_goodput_Bps
-from models.hdd import HDDSpec
-from models.links import link_payload_Bps
-from models.ssd import SSDSpec, power_cap_W
-from models.units import Bytes, Fraction, Watts
-from simulator.flows import Constraint, FlowEngine, Meter
-from simulator.hdd_runtime import HddRuntime
-from simulator.ssd_runtime import SSDRuntime
-from simulator.volumes import ClusterNode, ClusterVolume, NfsVolume, RaidVolume, ServerNode, StripedDrives
 
 CatalogRef = str | dict[str, Any]
 

@@ -39,13 +39,13 @@ import inspect
 import math
 from typing import Any
 
-from models import array as raid
-from models import fabric as fab
-from models import hdd as hdd_model
-from models.links import link_payload_Bps
-from models.ssd import SSDSpec, unloaded_latency_s
-from simulator.flows import Constraint, FlowEngine, Meter
-from simulator.hdd_runtime import HddRuntime
+from iowatt.models import array as raid
+from iowatt.models import fabric as fab
+from iowatt.models import hdd as hdd_model
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.ssd import SSDSpec, unloaded_latency_s
+from iowatt.simulator.flows import Constraint, FlowEngine, Meter
+from iowatt.simulator.hdd_runtime import HddRuntime
 
 Usage = list[tuple[Constraint, float]]
 

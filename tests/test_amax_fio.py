@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from models import catalog, hdd
-from scenarios.loader import load
-from scenarios.run import run_scenario
+from iowatt.models import catalog, hdd
+from iowatt.scenarios.loader import load
+from iowatt.scenarios.run import run_scenario
 
 LIB = Path(__file__).resolve().parents[1] / "scenarios" / "library" / "amax"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published_results.yaml"

@@ -16,14 +16,14 @@ import simpy
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from iowatt.models import array as raid
+from iowatt.models import fabric
+from iowatt.scenarios.loader import ScenarioError, load
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.system import SystemConfig, SystemRuntime
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from models import array as raid
-from models import fabric
-from scenarios.loader import ScenarioError, load
-from simulator.flows import FlowEngine
-from simulator.system import SystemConfig, SystemRuntime
 
 LIB = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 SU = 512 * 1024
@@ -229,7 +229,7 @@ def test_rebuild_takes_its_share_of_the_bottleneck():
     drives = degraded.volume.drives
     survivors = [(c, k) for dr in drives[:-1] for c, k in dr.read_usage(SU, 1.0, pattern="seq")]
     spare = list(drives[-1].write_usage(SU, 1.0, pattern="seq"))
-    from simulator.volumes import bottleneck_share
+    from iowatt.simulator.volumes import bottleneck_share
 
     assert max(bottleneck_share(survivors, rate), bottleneck_share(spare, rate)) == pytest.approx(0.3)
     # foreground reads keep what the rebuild leaves of each survivor's busiest resource
@@ -364,7 +364,7 @@ def test_more_drives_never_slower(level: int, n: int, extra: int, op: str, block
 
 
 def _checkpoint_on(storage: dict[str, Any], **workload: Any) -> dict[str, Any]:
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.run import run_scenario
 
     data = yaml.safe_load((LIB / "checkpoint_llama405b_8gpu.yaml").read_text())
     data["system"]["storage"] = storage

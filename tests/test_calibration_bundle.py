@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from iowatt.calibration import bundle, power
+from iowatt.calibration.fioparse import parse_file
+from iowatt.calibration.runner import TEST_FILE
 from typer.testing import CliRunner
 
-from calibration import bundle, power
-from calibration.fioparse import parse_file
-from calibration.runner import TEST_FILE
 from iowatt.cli import app
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio); .ci/run installs it")
@@ -156,7 +156,7 @@ def test_raw_block_device_is_refused_without_destructive_and_serial(tmp_path):
 
 
 def test_device_with_a_mounted_filesystem_is_refused_even_with_its_serial(tmp_path):
-    from calibration import inventory
+    from iowatt.calibration import inventory
 
     root_disk = inventory.block_device_of(Path("/"))
     if root_disk is None or not Path(f"/dev/{root_disk}").is_block_device():

@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from iowatt.calibration import bundle
 from typer.testing import CliRunner
 
-from calibration import bundle
 from iowatt.cli import app
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "dlio"

@@ -17,12 +17,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from calibration import fit
-from calibration.model import FIELDS, Job, predict, service_and_latency, simulator_predict
-from calibration.plan import quick
-from models import catalog
-from models import ssd as ssd_model
+from iowatt.calibration import fit
+from iowatt.calibration.model import FIELDS, Job, predict, service_and_latency, simulator_predict
+from iowatt.calibration.plan import quick
+from iowatt.models import catalog
+from iowatt.models import ssd as ssd_model
 
 BASE = catalog.lookup("ssd", "micron-7450-pro").spec
 # a virtual disk like this project's VM (values near what its bundles fit)

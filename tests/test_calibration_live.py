@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from iowatt.calibration.plan import quick
 from typer.testing import CliRunner
 
-from calibration.plan import quick
 from iowatt.cli import app
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio); .ci/run installs it")

@@ -12,8 +12,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-
-from calibration.fioparse import FioParseError, load_document, parse, parse_file, read_log, size_bytes
+from iowatt.calibration.fioparse import FioParseError, load_document, parse, parse_file, read_log, size_bytes
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fio"
 

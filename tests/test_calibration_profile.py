@@ -14,12 +14,12 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from iowatt.calibration import fit, profile
+from iowatt.calibration.model import Job, predict
+from iowatt.models import catalog
 from typer.testing import CliRunner
 
-from calibration import fit, profile
-from calibration.model import Job, predict
 from iowatt.cli import app
-from models import catalog
 
 BASE = catalog.lookup("ssd", "micron-7450-pro")
 FITTED = {"seq_read_MBps": 950.0, "rand_read_iops": 60000.0, "read_latency_us": 70.0, "seq_write_MBps": 2800.0, "write_latency_us": 110.0}

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import yaml
+from iowatt.models import catalog
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from models import catalog
 
 runner = CliRunner()
 DEMO = "checkpoint_llama405b_8gpu"
@@ -62,9 +62,8 @@ def test_a_profile_whose_writes_queue_runs_the_law_it_was_validated_with():
     # oracle: calibration.model.predict is the law `iowatt validate --bundle` checks; closed_loop is what
     # `iowatt run` uses.  With writes_queue in the spec the two must agree for writes and mixes too.
     import pytest
-
-    from calibration.model import FILL, OVERWRITE, Job, predict
-    from models import ssd
+    from iowatt.calibration.model import FILL, OVERWRITE, Job, predict
+    from iowatt.models import ssd
 
     base = catalog.lookup("ssd", "micron-7450-pro").spec
     spec = base.model_copy(update={"writes_queue": True})

@@ -16,12 +16,11 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from models import array as raid
-from models import fabric
-from scenarios.loader import ScenarioError, load
-from simulator.flows import FlowEngine
-from simulator.system import SystemConfig, SystemRuntime
+from iowatt.models import array as raid
+from iowatt.models import fabric
+from iowatt.scenarios.loader import ScenarioError, load
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.system import SystemConfig, SystemRuntime
 
 LIB = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 DRIVE = "micron-7450-pro"
@@ -177,7 +176,7 @@ def test_bad_cluster_values_name_the_field(change: dict[str, Any], message: str)
 
 
 def test_cluster_library_fio_runs_at_the_network_bound():
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.run import run_scenario
 
     scenario = load(LIB / "cluster" / "fio_ec42_6node_12clients.yaml", ["workload.runtime=2 s"])
     metrics = run_scenario(scenario)[0]["metrics"]
@@ -189,7 +188,7 @@ def test_cluster_library_fio_runs_at_the_network_bound():
 
 
 def test_cluster_unet3d_scenario_runs_within_the_network_bound():
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.run import run_scenario
 
     overrides = ["workload.accelerators=24", "workload.total_training_steps=6", "workload.search_au=false"]
     scenario = load(LIB / "cluster" / "unet3d_a100_ec42_6node_12clients.yaml", overrides)

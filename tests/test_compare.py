@@ -15,11 +15,11 @@ import math
 from pathlib import Path
 
 import pytest
+from iowatt.scenarios.loader import apply_set, read_yaml, validate
+from iowatt.scenarios.run import run_scenario
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from scenarios.loader import apply_set, read_yaml, validate
-from scenarios.run import run_scenario
 
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 BASE = str(LIBRARY / "checkpoint_llama405b_8gpu.yaml")

@@ -7,13 +7,13 @@ import math
 from pathlib import Path
 
 import pytest
+from iowatt.models import catalog, nand, ssd
+from iowatt.scenarios.fiojob import parse_fio_size, parse_job_file
+from iowatt.scenarios.loader import ScenarioError, load
+from iowatt.scenarios.run import run_scenario
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from models import catalog, nand, ssd
-from scenarios.fiojob import parse_fio_size, parse_job_file
-from scenarios.loader import ScenarioError, load
-from scenarios.run import run_scenario
 from tests.queueing_oracle import per_io_units
 
 KiB = 1024

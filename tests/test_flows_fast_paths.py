@@ -11,12 +11,11 @@ them.
 
 from __future__ import annotations
 
+import iowatt.simulator.flows as flows_module
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import simulator.flows as flows_module
-from simulator.flows import Constraint, Flow, FlowEngine, max_min_fair, run_until_idle
+from iowatt.simulator.flows import Constraint, Flow, FlowEngine, max_min_fair, run_until_idle
 
 
 @st.composite
@@ -68,8 +67,7 @@ def test_vector_allocation_equals_the_reference(net):
 
 def test_vector_path_refuses_an_unbounded_flow_like_the_reference():
     import pytest
-
-    from simulator.flows import EngineError
+    from iowatt.simulator.flows import EngineError
 
     env = simpy.Environment()
     counter = Constraint("bytes", float("inf"), index=0)

@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from iowatt.models import goodput as gp
 from scipy.integrate import quad
 from scipy.optimize import minimize_scalar
-
-from models import goodput as gp
 
 deltas = st.floats(min_value=1.0, max_value=2_000.0)
 mtbfs = st.floats(min_value=3_600.0, max_value=1e7)

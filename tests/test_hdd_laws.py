@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from iowatt.models import catalog, hdd
 from scipy import integrate
-
-from models import catalog, hdd
 
 SPEC = catalog.spec_from("hdd", "hdd-7200rpm-sas-8tb")
 
@@ -200,8 +199,8 @@ def test_amax_fio_hdd_row_end_to_end() -> None:
     123 ms.  eta is calibrated on the IOPS; bandwidth and latency then follow from Little's law and must agree."""
     from pathlib import Path
 
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     scenario = Path(__file__).resolve().parents[1] / "scenarios" / "library" / "amax" / "fio_hdd.yaml"
     m = run_scenario(load(scenario))[0]["metrics"]
@@ -253,11 +252,10 @@ def _amax_hdd_epoch(fill: float, clusters: int) -> float:
     from pathlib import Path
 
     import simpy
-
-    from scenarios.loader import load
-    from simulator import workloads
-    from simulator.flows import FlowEngine
-    from simulator.system import SystemConfig, SystemRuntime
+    from iowatt.scenarios.loader import load
+    from iowatt.simulator import workloads
+    from iowatt.simulator.flows import FlowEngine
+    from iowatt.simulator.system import SystemConfig, SystemRuntime
 
     scenario = load(Path(__file__).resolve().parents[1] / "scenarios" / "library" / "amax" / "epoch_hdd.yaml")
     raw = scenario.system.model_dump()

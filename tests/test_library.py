@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from scenarios.loader import load
-from scenarios.run import run_scenario
+from iowatt.scenarios.loader import load
+from iowatt.scenarios.run import run_scenario
 
 LIB = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
-
-from models import fabric
-from models.links import (
+from iowatt.models import fabric
+from iowatt.models.links import (
     LinkSpec,
     ethernet_link,
     infiniband_link,
@@ -23,6 +21,7 @@ from models.links import (
     pcie_payload_Bps,
     pcie_raw_Bps,
 )
+from pydantic import ValidationError
 
 LANES = [1, 2, 4, 8, 16]
 
@@ -151,7 +150,7 @@ def test_more_ports_and_larger_requests_never_slower(name: str, protocol: str, r
 
 
 def test_catalog_has_every_mission_gpu_and_cpu_with_provenance():
-    from models import catalog
+    from iowatt.models import catalog
 
     gpus = {"nvidia-h100-sxm", "nvidia-h100-nvl", "nvidia-h100-pcie", "nvidia-a100-pcie-40gb", "nvidia-a100-pcie-80gb",
             "nvidia-a100-sxm-40gb", "nvidia-a100-sxm-80gb", "nvidia-l4", "nvidia-v100"}
@@ -167,14 +166,14 @@ def test_catalog_has_every_mission_gpu_and_cpu_with_provenance():
 @pytest.mark.parametrize(("gpu", "measured_GBps"), [("nvidia-v100", 12.0), ("nvidia-a100-pcie-40gb", 26.0)])
 def test_gpu_copy_rate_reproduces_the_published_measurement(gpu: str, measured_GBps: float):
     # G19: V100 ingress 12 GB/s; G13: A100 PCIe bandwidthTest pinned ~26 GB/s (devices.yaml)
-    from models import catalog
+    from iowatt.models import catalog
 
     spec = catalog.lookup("gpu", gpu).spec
     assert link_payload_Bps(spec.link) * spec.copy_efficiency / 1e9 == pytest.approx(measured_GBps, rel=0.01)
 
 
 def test_gpu_initiated_requests_in_flight_are_sms_times_blocks():
-    from models import catalog
+    from iowatt.models import catalog
 
     # GIDS on an H100 NVL: 132 SMs x 32 resident blocks = 4,224 page reads in flight (simulator/workloads/gnn.py)
     assert catalog.lookup("gpu", "nvidia-h100-nvl").spec.gpu_initiated_outstanding() == 4224
@@ -182,7 +181,7 @@ def test_gpu_initiated_requests_in_flight_are_sms_times_blocks():
 
 
 def test_core_speed_reference_is_the_epyc_9654():
-    from models import catalog
+    from iowatt.models import catalog
 
     assert catalog.lookup("cpu", "amd-epyc-9654").spec.core_speed == 1.0
     for entry in catalog.entries("cpu"):

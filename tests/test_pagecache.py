@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from models import host_io
+from iowatt.models import host_io
 
 GB = 1e9
 

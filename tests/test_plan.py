@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from iowatt.models import catalog
+from iowatt.scenarios import plan as pl
+from iowatt.scenarios.loader import ScenarioError, apply_set, read_yaml, validate
+from iowatt.scenarios.run import run_scenario
+from iowatt.scenarios.sweep import InlineExecutor
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from models import catalog
-from scenarios import plan as pl
-from scenarios.loader import ScenarioError, apply_set, read_yaml, validate
-from scenarios.run import run_scenario
-from scenarios.sweep import InlineExecutor
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ROOT / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml"

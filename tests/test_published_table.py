@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from scenarios.validation import ValidationReport, read_table, render_report, validate_file
+from iowatt.scenarios.validation import ValidationReport, read_table, render_report, validate_file
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "scenarios" / "validation" / "published.yaml"

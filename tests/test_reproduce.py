@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from iowatt.scenarios import reproduce as rp
+from iowatt.scenarios.loader import ScenarioError, load
+from iowatt.scenarios.reproduce import comparison_rows, load_study, run_section, study_files
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from scenarios import reproduce as rp
-from scenarios.loader import ScenarioError, load
-from scenarios.reproduce import comparison_rows, load_study, run_section, study_files
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = {"micron_6550ion_vs_p5336", "micron_9550_gnn_bam", "amax_5210ion_vs_hdd", "storagereview_ckpt_fill", "mlperf_storage_v1"}
@@ -173,8 +173,8 @@ def test_without_matplotlib_tables_and_csvs_are_still_written(tmp_path, monkeypa
 
 def test_derived_metrics_divide_and_traces_average(tmp_path):
     """Oracle: the run's own metrics divided by hand; a trace's table value is the mean of its list."""
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     demo = REPO / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml"
     document = run_scenario(load(demo))[0]

@@ -10,12 +10,12 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from iowatt.models import catalog, nand, ssd
+from iowatt.models.links import LinkSpec, link_payload_Bps
+from iowatt.models.ssd import SSDSpec
+from iowatt.simulator.flows import FlowEngine, run_until_idle
+from iowatt.simulator.ssd_runtime import SSDRuntime
 
-from models import catalog, nand, ssd
-from models.links import LinkSpec, link_payload_Bps
-from models.ssd import SSDSpec
-from simulator.flows import FlowEngine, run_until_idle
-from simulator.ssd_runtime import SSDRuntime
 from tests.queueing_oracle import per_io_units
 
 KiB = 1024

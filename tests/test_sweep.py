@@ -16,12 +16,12 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
+from iowatt.scenarios import sweep as sw
+from iowatt.scenarios.loader import ScenarioError, validate
+from iowatt.scenarios.run import run_scenario
 from typer.testing import CliRunner
 
 from iowatt.cli import app
-from scenarios import sweep as sw
-from scenarios.loader import ScenarioError, validate
-from scenarios.run import run_scenario
 
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 BASE = LIBRARY / "micron6550_vs_p5336" / "checkpoint_6550_ps1.yaml"
@@ -79,7 +79,7 @@ def test_each_row_equals_an_independent_single_run():
     assert result.done == 6 and result.failed == 0 and not result.lost
     for row in result.rows:
         data = spec.base
-        from scenarios.loader import apply_set
+        from iowatt.scenarios.loader import apply_set
 
         for assignment in [*spec.overrides, f"storage.device={row['storage.device']}", f"storage.power_state={row['storage.power_state']}"]:
             data = apply_set(data, assignment)
@@ -156,16 +156,16 @@ def test_invalid_case_and_raising_run_become_error_rows(monkeypatch):
     assert "PS5" in rows["solidigm-d5-p5336"]["error"] and "save_checkpoint_duration_mean_seconds" not in rows["solidigm-d5-p5336"]
     assert result.failed == 1 and result.done == 2
 
-    import scenarios.run
+    import iowatt.scenarios.run
 
-    real = scenarios.run.run_scenario
+    real = iowatt.scenarios.run.run_scenario
 
     def flaky(scenario, *args, **kwargs):
         if scenario.system.storage.power_state == 1:
             raise RuntimeError("simulated crash in the model")
         return real(scenario, *args, **kwargs)
 
-    monkeypatch.setattr(scenarios.run, "run_scenario", flaky)
+    monkeypatch.setattr(iowatt.scenarios.run, "run_scenario", flaky)
     result = sw.run_sweep(make_sweep(), sw.InlineExecutor())
     failed = [r for r in result.rows if r["error"]]
     assert len(failed) == 2 and all(r["storage.power_state"] == "PS1" for r in failed)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from models.units import (
+from iowatt.models.units import (
     UnitError,
     parse_bytes,
     parse_bytes_per_second,

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from scenarios.validation import TableError, lookup_metric, parse_metric_path, read_table, validate_file
+from iowatt.scenarios.validation import TableError, lookup_metric, parse_metric_path, read_table, validate_file
 
 DEMO = Path(__file__).resolve().parent.parent / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml"
 
@@ -33,8 +32,8 @@ def _table(tmp_path: Path, rows: list[dict]) -> Path:
 
 def test_values_ratios_and_failures_with_an_independent_oracle(tmp_path):
     """Oracle: the same metrics read straight from `iowatt run` documents."""
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     base = run_scenario(load(DEMO))[0]["metrics"]["save_checkpoint_duration_mean_seconds"]
     other = run_scenario(load(DEMO, ["storage.power_state=PS7"]))[0]["metrics"]["save_checkpoint_duration_mean_seconds"]
@@ -79,8 +78,8 @@ def test_malformed_tables_are_rejected_with_the_field_named(tmp_path, rows, need
 
 def test_scale_converts_units_in_values_and_ratios(tmp_path):
     """Oracle: the metric read straight from the run, multiplied by the stated scale by hand."""
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     metrics = run_scenario(load(DEMO))[0]["metrics"]
     seconds = metrics["save_checkpoint_duration_mean_seconds"]

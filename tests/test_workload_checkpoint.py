@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from models import host_io
-from scenarios.loader import load
-from scenarios.run import run_scenario
-from simulator.workloads.checkpoint import CheckpointParams
+from iowatt.models import host_io
+from iowatt.scenarios.loader import load
+from iowatt.scenarios.run import run_scenario
+from iowatt.simulator.workloads.checkpoint import CheckpointParams
 
 DEMO = Path(__file__).resolve().parent.parent / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml"
 GiB = 2**30

@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from models import catalog
-from models.links import link_payload_Bps
-from models.ssd import io_joules, power_cap_W, read_joules_per_byte, read_seconds_per_byte, unloaded_latency_s
-from simulator.run import simulate
-from simulator.system import SystemConfig
-from simulator.workloads import WorkloadConfigError
-from simulator.workloads.dlio import PRESETS, DlioParams
+from iowatt.models import catalog
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.ssd import io_joules, power_cap_W, read_joules_per_byte, read_seconds_per_byte, unloaded_latency_s
+from iowatt.simulator.run import simulate
+from iowatt.simulator.system import SystemConfig
+from iowatt.simulator.workloads import WorkloadConfigError
+from iowatt.simulator.workloads.dlio import PRESETS, DlioParams
 
 MB = 1e6
 
@@ -143,7 +142,7 @@ def test_more_accelerators_never_raise_au(n, extra, model):
 
 def test_max_accelerators_brackets_the_au_target():
     """The headline N keeps sustained AU >= 90 %; N + 1 does not (bisection is exact on this model)."""
-    from simulator.workloads.dlio import _trial
+    from iowatt.simulator.workloads.dlio import _trial
 
     system = _system()
     p = DlioParams(model="unet3d", accelerators=2, total_training_steps=10, search_steps=24)
@@ -156,10 +155,9 @@ def test_max_accelerators_brackets_the_au_target():
         assert rows[best + 1] < 90.0
     else:  # not probed: check it with the same trial function
         import simpy
-
-        from simulator.flows import FlowEngine
-        from simulator.system import SystemRuntime
-        from simulator.workloads import RunContext
+        from iowatt.simulator.flows import FlowEngine
+        from iowatt.simulator.system import SystemRuntime
+        from iowatt.simulator.workloads import RunContext
 
         env = simpy.Environment()
         ctx = RunContext(env, FlowEngine(env), SystemRuntime(FlowEngine(env), system), np.random.default_rng(1))

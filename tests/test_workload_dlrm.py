@@ -9,12 +9,11 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from simulator.flows import FlowEngine
-from simulator.run import simulate
-from simulator.system import SystemConfig, SystemRuntime
-from simulator.workloads import RunContext
-from simulator.workloads.dlrm_preprocess import DlrmPreprocessParams, run
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.run import simulate
+from iowatt.simulator.system import SystemConfig, SystemRuntime
+from iowatt.simulator.workloads import RunContext
+from iowatt.simulator.workloads.dlrm_preprocess import DlrmPreprocessParams, run
 
 
 def _system(device: str = "micron-6550-ion", power_state: int = 1, memory: str = "768 GB") -> SystemConfig:
@@ -88,8 +87,8 @@ def test_core_roofline_when_workers_exceed_cores():
 
 def test_storage_roofline_bounds_the_binary_pass():
     """When workers could write faster than the drive, the binary pass takes at least binary bytes / drive write rate."""
-    from models import catalog
-    from models.ssd import write_throughput_Bps
+    from iowatt.models import catalog
+    from iowatt.models.ssd import write_throughput_Bps
 
     p = _small(workers=96, files=96, convert_bytes_per_core_second=2e9)
     m = simulate(_system("solidigm-d5-p5336", 0), p, seed=1).metrics

@@ -7,13 +7,12 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from models import catalog
-from models.links import link_payload_Bps
-from models.ssd import read_stream_Bps, read_throughput_Bps
-from simulator.run import simulate
-from simulator.system import SystemConfig
-from simulator.workloads.gds_read import GdsReadParams
+from iowatt.models import catalog
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.ssd import read_stream_Bps, read_throughput_Bps
+from iowatt.simulator.run import simulate
+from iowatt.simulator.system import SystemConfig
+from iowatt.simulator.workloads.gds_read import GdsReadParams
 
 GiB = 2**30
 
@@ -129,8 +128,8 @@ def test_storagereview_gdsio_rows():
     be each drive's QD1 1 MiB rate from its datasheet latency law (the mechanism, checked by hand)."""
     from pathlib import Path
 
-    from scenarios.loader import load
-    from scenarios.run import run_scenario
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
 
     lib = Path(__file__).resolve().parents[1] / "scenarios" / "library" / "storagereview"
     rows = []

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from models import catalog, ssd
-from models.links import link_payload_Bps
-from simulator.run import simulate
-from simulator.system import SystemConfig
-from simulator.workloads.gnn import IGBH_FULL_READS_PER_ITERATION, GnnParams
+from iowatt.models import catalog, ssd
+from iowatt.models.links import link_payload_Bps
+from iowatt.simulator.run import simulate
+from iowatt.simulator.system import SystemConfig
+from iowatt.simulator.workloads.gnn import IGBH_FULL_READS_PER_ITERATION, GnnParams
 
 
 def _system(device: str = "micron-9550-pro", count: int = 1) -> SystemConfig:
@@ -109,7 +108,7 @@ def test_gpu_link_is_the_roof_for_many_drives():
 
 
 def test_gnn_needs_a_gpu():
-    from simulator.workloads import WorkloadConfigError
+    from iowatt.simulator.workloads import WorkloadConfigError
 
     cfg = SystemConfig.model_validate({"storage": {"device": "micron-9550-pro"}})
     with pytest.raises(WorkloadConfigError, match=r"gpus\.count"):

@@ -15,13 +15,13 @@ collect_app = typer.Typer(help="Measure this machine into a trace bundle (fio jo
 
 
 def _errors() -> tuple[type[Exception], ...]:
-    from calibration.bundle import BundleError
-    from calibration.dlio import DlioError
-    from calibration.fioparse import FioParseError
-    from calibration.fit import FitError
-    from calibration.plan import PlanError
-    from calibration.profile import ProfileError
-    from calibration.runner import CollectError
+    from iowatt.calibration.bundle import BundleError
+    from iowatt.calibration.dlio import DlioError
+    from iowatt.calibration.fioparse import FioParseError
+    from iowatt.calibration.fit import FitError
+    from iowatt.calibration.plan import PlanError
+    from iowatt.calibration.profile import ProfileError
+    from iowatt.calibration.runner import CollectError
 
     return (BundleError, DlioError, FioParseError, FitError, PlanError, ProfileError, CollectError)
 
@@ -58,8 +58,8 @@ def collect_fio(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Run a plan of fio jobs on TARGET and save a trace bundle (raw fio JSON+, logs, inventory, power samples)."""
-    from calibration.plan import load_plan
-    from calibration.runner import collect
+    from iowatt.calibration.plan import load_plan
+    from iowatt.calibration.runner import collect
 
     chosen = load_plan(plan)
     out = out or _default_out("fio-bundle")
@@ -84,7 +84,7 @@ def collect_dlio(
     ] = None,
 ) -> None:
     """Ingest a DLIO output folder, or run DLIO, into a trace bundle."""
-    from calibration import dlio
+    from iowatt.calibration import dlio
 
     if (ingest is None) == (config is None):
         raise UserError("give exactly one of --ingest DIR or --config WORKLOAD.yaml")
@@ -107,10 +107,10 @@ def calibrate(
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
 ) -> None:
     """Fit device parameters to a bundle (least squares) and write a calibrated profile."""
-    from calibration import bundle, fit, profile
-    from calibration.dataset import load_jobs
+    from iowatt.calibration import bundle, fit, profile
+    from iowatt.calibration.dataset import load_jobs
+    from iowatt.models import catalog
     from iowatt.output import write_text
-    from models import catalog
 
     base_entry = catalog.lookup("ssd", base)
     manifest = bundle.load(bundle_path)
@@ -137,7 +137,7 @@ def calibrate(
 def _validate_table(path: Path, fmt: str | None, strict: bool) -> None:
     """`iowatt validate TABLE.yaml`: run every row of a published-measurement table (docs/validation-format.md)."""
     from iowatt.output import choose_format, write_text
-    from scenarios.validation import TableError, render_report, validate_file
+    from iowatt.scenarios.validation import TableError, render_report, validate_file
 
     chosen = choose_format(fmt, None, ("table", "json"))
     if not path.is_file():
@@ -175,7 +175,7 @@ def validate(
         raise UserError("--bundle needs --profile PROFILE.yaml (from `iowatt calibrate`)")
     chosen = choose_format(fmt, None, ("table", "json"))
     try:
-        from calibration.check import validate as run_check
+        from iowatt.calibration.check import validate as run_check
 
         report = run_check(bundle_path, profile_path, all_jobs)
     except _errors() as error:

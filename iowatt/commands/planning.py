@@ -46,7 +46,7 @@ def sweep(
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="csv or parquet (default: by --output extension).")] = None,
 ) -> None:
     """Run a grid or random sample of variants of one scenario; one row per case."""
-    from scenarios import sweep as sw
+    from iowatt.scenarios import sweep as sw
 
     chosen = fmt or {".csv": "csv", ".parquet": "parquet"}.get(output.suffix.lower())
     if chosen not in ("csv", "parquet"):
@@ -83,7 +83,7 @@ def _failure(nodes: int | None, mtbf: float | None, restart: float) -> Any:
         raise UserError("--nodes and --node-mtbf-hours: give both to enable the failure model")
     if nodes is None:
         return None
-    from models.goodput import FailureModel
+    from iowatt.models.goodput import FailureModel
 
     try:
         return FailureModel(nodes=nodes, node_mtbf_hours=mtbf, restart_seconds=restart)  # type: ignore[arg-type]
@@ -109,11 +109,11 @@ def compare(
     import json
 
     from iowatt.output import choose_format, write_text
-    from scenarios import plan as pl
-    from scenarios import sweep as sw
-    from scenarios.loader import validate
-    from scenarios.run import run_scenario
-    from simulator import report
+    from iowatt.scenarios import plan as pl
+    from iowatt.scenarios import sweep as sw
+    from iowatt.scenarios.loader import validate
+    from iowatt.scenarios.run import run_scenario
+    from iowatt.simulator import report
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     failure = _failure(nodes, node_mtbf_hours, restart_seconds)
@@ -178,7 +178,7 @@ def _compare_table(cases: list[dict[str, Any]]) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from simulator.report import format_number
+    from iowatt.simulator.report import format_number
 
     console = Console(file=io.StringIO(), width=60 + 34 * len(cases), force_terminal=False, color_system=None)
     table = Table(title="compare (ratio to the first column)")
@@ -214,8 +214,8 @@ def plan(
     import json
 
     from iowatt.output import choose_format, write_text
-    from scenarios import plan as pl
-    from scenarios.sweep import open_executor
+    from iowatt.scenarios import plan as pl
+    from iowatt.scenarios.sweep import open_executor
 
     chosen = choose_format(fmt, output, ("table", "json"))
     spec = pl.load_spec(spec_file)
@@ -246,7 +246,7 @@ def plan(
 
 
 def _plan_columns(spec: Any) -> list[str]:
-    from scenarios.plan import INTERVAL_KEY
+    from iowatt.scenarios.plan import INTERVAL_KEY
 
     columns = [k for k, _ in spec.choices]
     if spec.intervals:
@@ -266,7 +266,7 @@ def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, An
     from rich.console import Console
     from rich.table import Table
 
-    from simulator.report import format_number
+    from iowatt.simulator.report import format_number
 
     spec = result.spec
     console = Console(file=io.StringIO(), width=220, force_terminal=False, color_system=None)

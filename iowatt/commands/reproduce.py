@@ -25,8 +25,8 @@ def register(app: typer.Typer) -> None:
         Figures need matplotlib (pip install 'iowatt\\[plots]'); without it the tables, CSVs and index.md are still written.
         A scenario that is missing or fails is reported in the tables, never fatal.
         """
-        from scenarios.reproduce import plots_available, study_files
-        from scenarios.reproduce import reproduce as run
+        from iowatt.scenarios.reproduce import plots_available, study_files
+        from iowatt.scenarios.reproduce import reproduce as run
 
         names = list(study_files()) if study == "all" else [study]
         text, written = run(names, out)

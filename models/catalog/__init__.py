@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from iowatt.models.compute import CPUSpec, GPUSpec
+from iowatt.models.provenance import KINDS, Provenance, unwrap
+from iowatt.models.ssd import SSDSpec
 from pydantic import BaseModel, ValidationError
-
-from models.compute import CPUSpec, GPUSpec
-from models.provenance import KINDS, Provenance, unwrap
-from models.ssd import SSDSpec
 
 CATALOG_DIR = Path(__file__).parent
 
@@ -171,4 +170,4 @@ def spec_from(kind: str, value: Any) -> BaseModel:
 
 # Model modules that add a family register it on import; import them here so a
 # catalog file of that kind (hdd.yaml) loads whichever module is imported first.
-import models.hdd  # noqa: E402, F401
+import iowatt.models.hdd  # noqa: E402, F401

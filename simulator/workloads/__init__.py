@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 import simpy
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.system import SystemRuntime
 from pydantic import BaseModel
-
-from simulator.flows import FlowEngine
-from simulator.system import SystemRuntime
 
 
 class WorkloadConfigError(ValueError):

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from models import hdd as hdd_model
-from models import ssd as ssd_model
-from models.hdd import HDDSpec
-from models.links import link_payload_Bps
-from models.ssd import SSDSpec
+from iowatt.models import hdd as hdd_model
+from iowatt.models import ssd as ssd_model
+from iowatt.models.hdd import HDDSpec
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.ssd import SSDSpec
 
 Pattern = Literal["seq", "rand"]
 _HDD_ACCESS = {"seq": "sequential", "rand": "random"}

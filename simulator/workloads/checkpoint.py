@@ -48,11 +48,10 @@ import math
 from typing import Literal
 
 import simpy
+from iowatt.models import host_io
+from iowatt.models.units import Bytes, Fraction, Seconds
+from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from models import host_io
-from models.units import Bytes, Fraction, Seconds
-from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 
 # MLPerf Storage checkpointing table: parallelism per model, and parameters
 # derived from its model size column at fp16 (2 B/param): model_GB there is

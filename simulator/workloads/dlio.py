@@ -44,15 +44,14 @@ from typing import Literal
 
 import numpy as np
 import simpy
+from iowatt.models.units import Bytes, Seconds
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.system import SystemRuntime
+from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._dataio import concurrency_capacity_Bps, ssd_concurrency, volume_read_latency_s
+from iowatt.simulator.workloads._dataio import read_usage as volume_read_usage
+from iowatt.simulator.workloads._dataio import write_usage as volume_write_usage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from models.units import Bytes, Seconds
-from simulator.flows import FlowEngine
-from simulator.system import SystemRuntime
-from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from simulator.workloads._dataio import concurrency_capacity_Bps, ssd_concurrency, volume_read_latency_s
-from simulator.workloads._dataio import read_usage as volume_read_usage
-from simulator.workloads._dataio import write_usage as volume_write_usage
 
 MiB = 2**20
 

@@ -35,11 +35,10 @@ import math
 from typing import Literal
 
 import simpy
+from iowatt.models.units import Bytes
+from iowatt.simulator.workloads import RunContext, Workload, WorkloadOutcome
+from iowatt.simulator.workloads._dataio import read_usage, write_usage
 from pydantic import BaseModel, ConfigDict, Field
-
-from models.units import Bytes
-from simulator.workloads import RunContext, Workload, WorkloadOutcome
-from simulator.workloads._dataio import read_usage, write_usage
 
 MiB = 2**20
 PHASES = ("parquet", "binary")

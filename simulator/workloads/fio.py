@@ -50,15 +50,14 @@ import itertools
 import math
 from typing import Any, Literal
 
+from iowatt.models import hdd as hdd_model
+from iowatt.models import ssd as ssd_model
+from iowatt.models.hdd import HDDSpec
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.units import Bytes, Seconds
+from iowatt.simulator.flows import Constraint
+from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from models import hdd as hdd_model
-from models import ssd as ssd_model
-from models.hdd import HDDSpec
-from models.links import link_payload_Bps
-from models.units import Bytes, Seconds
-from simulator.flows import Constraint
-from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 
 Rw = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]
 IoEngine = Literal["libaio", "io_uring", "posixaio", "sync", "psync", "pvsync", "pvsync2"]

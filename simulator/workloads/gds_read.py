@@ -30,13 +30,12 @@ from typing import Literal
 
 import numpy as np
 import simpy
+from iowatt.models.units import Bytes
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.system import SystemRuntime
+from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._dataio import drive_specs, read_usage, volume_read_latency_s
 from pydantic import BaseModel, ConfigDict, Field
-
-from models.units import Bytes
-from simulator.flows import FlowEngine
-from simulator.system import SystemRuntime
-from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from simulator.workloads._dataio import drive_specs, read_usage, volume_read_latency_s
 
 GiB = 2**30
 SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB

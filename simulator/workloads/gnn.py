@@ -49,12 +49,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from iowatt.models.ssd import SSDSpec, closed_loop
+from iowatt.models.units import Bytes, Seconds
+from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._dataio import read_usage
 from pydantic import BaseModel, ConfigDict, Field
-
-from models.ssd import SSDSpec, closed_loop
-from models.units import Bytes, Seconds
-from simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from simulator.workloads._dataio import read_usage
 
 # GIDS log (GIDS_IGBH.txt): SSD page reads in the timed 100-iteration window, IGBH-full, batch 1024, fanout 10/5/5
 IGBH_FULL_READS_PER_ITERATION = 48_828_950 / 100
