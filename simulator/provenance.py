@@ -5,24 +5,25 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from functools import cache
-from importlib import metadata
 from pathlib import Path
+
+from iowatt import __version__
 
 from iowatt.models.catalog import CATALOG_DIR
 
+# run from a checkout, simulator/ sits in the repository root; installed from a wheel it sits in
+# site-packages/iowatt/, which has no .git of its own (and may lie inside someone else's checkout)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-@cache
 def version() -> str:
-    try:
-        return metadata.version("iowatt")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    return __version__
 
 
 @cache
 def git_commit() -> str | None:
+    if not (REPO_ROOT / ".git").exists():
+        return None
     try:
         out = subprocess.run(
             ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
