@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from iowatt.models import ssd as ssd_model
+from iowatt.models.links import device_queue_limit
 from iowatt.models.ssd import SSDSpec
 
 # The SSDSpec fields a fio bundle informs, per direction (names as in SSDSpec).
@@ -87,10 +88,9 @@ def service_and_latency(spec: SSDSpec, job: Job, writes_queue: bool = True) -> t
     """(seconds per request at the ceiling, S the seconds per request that queue, L0 seconds at QD1)."""
     f = job.read_fraction
     ceiling_s = job.bs * ssd_model.mixed_seconds_per_byte(spec, job.bs, f, job.pattern, overwrite=OVERWRITE, fill=FILL)
-    # S: the flash-unit (or stage) time that queues; models.ssd.read_queue_seconds is the read term
-    queue_s = f * job.bs * ssd_model.read_seconds_per_byte(spec, job.bs, job.pattern)
-    if writes_queue and f < 1:
-        queue_s += (1 - f) * job.bs * ssd_model.write_seconds_per_byte(spec, job.bs, job.pattern, OVERWRITE, FILL)
+    # S: models.ssd.queue_seconds, the one place it is made, with the write-queueing switch under test
+    queued = spec if spec.writes_queue == writes_queue else spec.model_copy(update={"writes_queue": writes_queue})
+    queue_s = ssd_model.queue_seconds(queued, job.bs, f, job.pattern, OVERWRITE, FILL)
     l0 = f * ssd_model.unloaded_latency_s(spec, job.bs, False) + (1 - f) * ssd_model.unloaded_latency_s(spec, job.bs, True)
     return ceiling_s, queue_s, l0
 
@@ -99,7 +99,7 @@ def predict(values: SSDSpec | dict[str, Any], job: Job, writes_queue: bool = Tru
     """Throughput (B/s), IOPS, mean latency (us) and the binding term of one fio job (module docstring)."""
     spec = as_spec(values)
     ceiling_s, queue_s, l0 = service_and_latency(spec, job, writes_queue)
-    limit = ssd_model.device_queue_limit(spec.interface)
+    limit = device_queue_limit(spec.interface)
     n = job.inflight
     in_device = n if limit is None else min(n, limit)
     concurrency = in_device / (l0 + (in_device - 1) * queue_s)

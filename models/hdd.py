@@ -68,7 +68,6 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from iowatt.models import catalog
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -120,7 +119,6 @@ class HDDSpec(BaseModel):
         return self.capacity_TB * 1e12
 
 
-catalog.register_spec_type("hdd", HDDSpec)
 
 
 # ----------------------------------------------------------------------------- seek curve

@@ -145,3 +145,15 @@ def protocol_efficiency(link: LinkSpec, transport: Transport | None = None, mtu:
 def network_goodput_Bps(link: LinkSpec, transport: Transport | None = None, mtu: int | None = None) -> float:
     """Payload bytes per second one direction of a network port can carry."""
     return link_payload_Bps(link) * protocol_efficiency(link, transport, mtu)
+
+
+# Commands a device can hold at once: SATA native command queueing has 32 tags (Serial ATA rev 2.6+,
+# "Native Command Queuing": tags 0..31); NVMe queues hold up to 64 Ki commands each and SAS tagged
+# queueing is limited by the host, so only SATA caps the device's concurrency.  Requests beyond the
+# limit wait in the host's queue: they add latency (Little's law over all N) but no throughput.
+# Hard disks reorder only what they hold (models.hdd), so the same limit caps their reordering.
+QUEUE_LIMIT = {"sata": 32}
+
+
+def device_queue_limit(interface: str) -> int | None:
+    return QUEUE_LIMIT.get(interface)

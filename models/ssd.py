@@ -68,7 +68,7 @@ from __future__ import annotations
 from typing import Literal
 
 from iowatt.models import nand
-from iowatt.models.links import LinkSpec, link_payload_Bps
+from iowatt.models.links import LinkSpec, device_queue_limit, link_payload_Bps
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 KiB = 1024
@@ -291,17 +291,6 @@ def mixed_seconds_per_byte(
     return max(per_byte, read_share / link, (1.0 - read_share) / link)
 
 
-# Commands a drive can hold at once: SATA native command queueing has 32 tags (Serial ATA rev 2.6+,
-# "Native Command Queuing": tags 0..31); NVMe queues hold up to 64 Ki commands each and SAS tagged
-# queueing is limited by the host, so only SATA caps the device's concurrency.  Requests beyond the
-# limit wait in the host's queue: they add latency (Little's law over all N) but no throughput.
-QUEUE_LIMIT = {"sata": 32}
-
-
-def device_queue_limit(interface: str) -> int | None:
-    return QUEUE_LIMIT.get(interface)
-
-
 def loaded_latency_s(l0_s: float, service_s: float, outstanding: float) -> float:
     """Mean latency with `outstanding` requests on c = l0 / service balanced units (module docstring).
 
@@ -343,9 +332,7 @@ def closed_loop(
     )
     limit = device_queue_limit(spec.interface)
     in_device = outstanding if limit is None else min(outstanding, limit)
-    queue_s = read_queue_seconds(spec, block_bytes, read_share, pattern)
-    if spec.writes_queue and read_share < 1:
-        queue_s += (1.0 - read_share) * write_seconds_per_byte(spec, block_bytes, pattern, overwrite, fill) * block_bytes
+    queue_s = queue_seconds(spec, block_bytes, read_share, pattern, overwrite, fill)
     ops = min(concurrency_throughput(l0, queue_s, in_device), ceiling_ops)
     return ops * block_bytes, outstanding / ops
 
@@ -357,6 +344,19 @@ def read_queue_seconds(spec: SSDSpec, block_bytes: float, read_share: float, pat
     buffer (hence QD1 write latencies of 15-21 us, S04/S11) and programmed later, so writes see the
     program-rate ceiling (the asymptotic bound) but no unit collisions."""
     return read_share * read_seconds_per_byte(spec, block_bytes, pattern) * block_bytes
+
+
+def queue_seconds(
+    spec: SSDSpec, block_bytes: float, read_share: float, pattern: Pattern = "rand", overwrite: bool = True, fill: float = 1.0
+) -> float:
+    """S of the concurrency law for a read/write mix: the reads' unit time, plus the writes' program time
+    when the spec says writes queue too (SSDSpec.writes_queue: a virtual disk or a drive without a
+    power-protected buffer, as `iowatt calibrate` decides from a fio bundle).  The one place S is made:
+    closed_loop, the simulator's volumes and the calibration's predictor all call it."""
+    s = read_queue_seconds(spec, block_bytes, read_share, pattern)
+    if spec.writes_queue and read_share < 1.0:
+        s += (1.0 - read_share) * write_seconds_per_byte(spec, block_bytes, pattern, overwrite, fill) * block_bytes
+    return s
 
 
 # ---------------------------------------------------------------- power

@@ -14,6 +14,7 @@ from typing import Any, get_args, get_origin
 import yaml
 from iowatt.scenarios.schema import ScenarioBase, scenario_model
 from iowatt.simulator import workloads
+from iowatt.simulator.storage import registry as storage_registry
 from pydantic import BaseModel, ValidationError
 
 LIBRARY_DIR = Path(__file__).parent / "library"
@@ -25,7 +26,7 @@ class ScenarioError(ValueError):
 
 
 _STORAGE_FIELDS = ("storage", "export")
-_STORAGE_TAGS = ("local", "raid", "nfs", "cluster")
+_STORAGE_TAGS = tuple(storage_registry.kind_names())
 
 
 def _describe(value: Any) -> str:

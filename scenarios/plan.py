@@ -244,31 +244,18 @@ def device_spec(value: Any) -> Any:
     """An SSD or HDD spec from a catalog name or inline spec (SSDs first, as the scenario schema does)."""
     from iowatt.models import catalog
 
-    try:
-        return catalog.spec_from("ssd", value)
-    except (catalog.CatalogError, ValueError):
-        return catalog.spec_from("hdd", value)
+    return catalog.drive_spec(value)
 
 
 def storage_drives(storage: dict[str, Any]) -> tuple[Any, int, float]:
-    """(device, drives bought, share of their capacity that holds user data) for every storage kind.
+    """(device, drives bought, share of their capacity that holds user data) for every storage kind:
+    each kind's own planning facts (simulator.storage.registry)."""
+    from iowatt.simulator.storage import registry
 
-    local: striped, all usable; raid: models.array.usable_fraction (RAID 5 (n-1)/n,
-    RAID 6 (n-2)/n, RAID 1 one drive, RAID 10 half); nfs: the export's drives
-    (the server itself is not priced); cluster: nodes x drives_per_node, k/(k+m)
-    usable under k+m erasure coding."""
-    kind = storage.get("kind", "local")
-    if kind == "nfs":
-        return storage_drives(storage["export"])
-    if kind == "cluster":
-        k, _, m = str(storage.get("erasure_coding", "4+2")).partition("+")
-        return storage["device"], int(storage["nodes"]) * int(storage["drives_per_node"]), int(k) / (int(k) + int(m))
-    count = int(storage.get("count", 1))
-    if kind == "raid":
-        from iowatt.models.array import usable_fraction
-
-        return storage["device"], count, usable_fraction(int(storage["level"]), count)
-    return storage["device"], count, 1.0
+    kind = registry.get(registry.kind_tag(storage))
+    config = kind.config.model_validate(storage)
+    device, count = kind.drives_bought(config)
+    return device, count, kind.usable_fraction(config)
 
 
 def _drive_write_amplification(metrics: dict[str, Any]) -> float | None:

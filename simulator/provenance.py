@@ -7,9 +7,9 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from iowatt import __version__
-
 from iowatt.models.catalog import CATALOG_DIR
+
+from iowatt import __version__
 
 # run from a checkout, simulator/ sits in the repository root; installed from a wheel it sits in
 # site-packages/iowatt/, which has no .git of its own (and may lie inside someone else's checkout)

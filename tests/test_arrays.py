@@ -20,6 +20,7 @@ from iowatt.models import array as raid
 from iowatt.models import fabric
 from iowatt.scenarios.loader import ScenarioError, load
 from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.storage import Access
 from iowatt.simulator.system import SystemConfig, SystemRuntime
 from typer.testing import CliRunner
 
@@ -189,20 +190,20 @@ def test_full_stripe_vs_partial_stripe_write_throughput(n: int):
     # oracle: one drive alone, measured through its own runtime, scaled by the per-drive load of the law
     single = _system({"device": SSD})
     drive = single.volume.drives[0]
-    seq_single = _rate(single, drive.write_usage(SU, 1.0, pattern="seq"))
+    seq_single = _rate(single, drive.usage(Access("write", SU, "seq"), 1.0))
     array = _system({"kind": "raid", "level": 5, "count": n, "device": SSD})
-    seq_array = _rate(array, array.volume.write_usage(2**20, pattern="seq"))
+    seq_array = _rate(array, array.volume.usage(Access("write", 2**20, "seq")))
     # full stripes: each drive writes 1/(n-1) per host byte -> (n-1) x one drive
     assert seq_array == pytest.approx((n - 1) * seq_single, rel=1e-6)
 
     b = 4096.0
     mixed_single = _system({"device": SSD})
     d0 = mixed_single.volume.drives[0]
-    mix = [(c, 0.5 * k) for c, k in d0.read_usage(b, 1.0, pattern="rand")]
-    mix += [(c, 0.5 * k) for c, k in d0.write_usage(b, 1.0, pattern="rand")]
+    mix = [(c, 0.5 * k) for c, k in d0.usage(Access("read", b, "rand"), 1.0)]
+    mix += [(c, 0.5 * k) for c, k in d0.usage(Access("write", b, "rand"), 1.0)]
     mixed_rate = _rate(mixed_single, mix)  # one drive doing equal bytes of reads and writes
     array2 = _system({"kind": "raid", "level": 5, "count": n, "device": SSD})
-    small = _rate(array2, array2.volume.write_usage(b, pattern="rand"))
+    small = _rate(array2, array2.volume.usage(Access("write", b, "rand")))
     # read-modify-write: each drive reads 2/n and writes 2/n per host byte = (4/n) x the 50/50 mix
     assert small == pytest.approx(n / 4 * mixed_rate, rel=1e-6)
     assert small < seq_array
@@ -211,8 +212,8 @@ def test_full_stripe_vs_partial_stripe_write_throughput(n: int):
 def test_degraded_small_reads_halve_raid5_throughput():
     healthy = _system({"kind": "raid", "level": 5, "count": 8, "device": SSD})
     degraded = _system({"kind": "raid", "level": 5, "count": 8, "device": SSD, "degraded": True})
-    h = _rate(healthy, healthy.volume.read_usage(4096, pattern="rand"))
-    d = _rate(degraded, degraded.volume.read_usage(4096, pattern="rand"))
+    h = _rate(healthy, healthy.volume.usage(Access("read", 4096, "rand")))
+    d = _rate(degraded, degraded.volume.usage(Access("read", 4096, "rand")))
     # survivors each read 2/n instead of 1/n per host byte
     assert d == pytest.approx(h / 2, rel=1e-6)
 
@@ -220,16 +221,16 @@ def test_degraded_small_reads_halve_raid5_throughput():
 def test_rebuild_takes_its_share_of_the_bottleneck():
     degraded = _system({"kind": "raid", "level": 5, "count": 8, "device": SSD, "degraded": True})
     rebuilding = _system({"kind": "raid", "level": 5, "count": 8, "device": SSD, "rebuild": True, "rebuild_share": 0.3})
-    d = _rate(degraded, degraded.volume.read_usage(4096, pattern="rand"))
-    r = _rate(rebuilding, rebuilding.volume.read_usage(4096, pattern="rand"))
+    d = _rate(degraded, degraded.volume.usage(Access("read", 4096, "rand")))
+    r = _rate(rebuilding, rebuilding.volume.usage(Access("read", 4096, "rand")))
     rate = rebuilding.volume.rebuild_rate_Bps
     assert rate > 0
     # oracle, on the untouched drives of the degraded array: the rebuild stream reads 1 byte from each of
     # the 7 survivors per byte written to the replacement; its busiest resource runs at exactly 30 %
     drives = degraded.volume.drives
-    survivors = [(c, k) for dr in drives[:-1] for c, k in dr.read_usage(SU, 1.0, pattern="seq")]
-    spare = list(drives[-1].write_usage(SU, 1.0, pattern="seq"))
-    from iowatt.simulator.volumes import bottleneck_share
+    survivors = [(c, k) for dr in drives[:-1] for c, k in dr.usage(Access("read", SU, "seq"), 1.0)]
+    spare = list(drives[-1].usage(Access("write", SU, "seq"), 1.0))
+    from iowatt.simulator.storage.shared import bottleneck_share
 
     assert max(bottleneck_share(survivors, rate), bottleneck_share(spare, rate)) == pytest.approx(0.3)
     # foreground reads keep what the rebuild leaves of each survivor's busiest resource
@@ -241,8 +242,8 @@ def test_rebuild_takes_its_share_of_the_bottleneck():
 def test_hdd_raid5_reads_scale_with_drives():
     one = _system({"device": "hdd-7200rpm-sas-8tb"})
     array = _system({"kind": "raid", "level": 5, "count": 8, "device": "hdd-7200rpm-sas-8tb"})
-    r1 = _rate(one, one.volume.drives[0].read_usage(131072, 1.0, access="random"))
-    r8 = _rate(array, array.volume.read_usage(131072, pattern="rand"))
+    r1 = _rate(one, one.volume.drives[0].usage(Access("read", 131072, "rand"), 1.0))
+    r8 = _rate(array, array.volume.usage(Access("read", 131072, "rand")))
     assert r8 == pytest.approx(8 * r1, rel=1e-6)  # each of 8 disks serves 1/8 of the 128 KiB reads
 
 
@@ -257,8 +258,8 @@ def test_nfs_caps_bandwidth_at_the_fabric():
     fast = {"kind": "raid", "level": 0, "count": 8, "device": "micron-9550-pro"}
     local = _system(fast)
     nfs = _nfs(fast)
-    local_rate = _rate(local, local.volume.read_usage(2**20, pattern="seq"))
-    nfs_rate = _rate(nfs, nfs.volume.read_usage(2**20, pattern="seq"))
+    local_rate = _rate(local, local.volume.usage(Access("read", 2**20, "seq")))
+    nfs_rate = _rate(nfs, nfs.volume.usage(Access("read", 2**20, "seq")))
     cap = fabric.protocol_goodput_Bps("ib-edr", "nfs-rdma", 2**20)
     assert local_rate > cap  # eight Gen5 drives out-run one EDR port
     assert nfs_rate == pytest.approx(cap, rel=1e-6)
@@ -268,17 +269,17 @@ def test_nfs_adds_the_fabric_latency():
     export = {"kind": "raid", "level": 5, "count": 16, "device": SSD}
     nfs = _nfs(export)
     b = 131072
-    inner = nfs.volume.inner.request_latency_s(b, False, "rand")
-    assert nfs.volume.request_latency_s(b, False, "rand") == pytest.approx(inner + fabric.request_latency_s("ib-edr", "nfs-rdma", b))
+    inner = nfs.volume.inner.qd1_latency_s(Access("read", b, "rand"))
+    assert nfs.volume.qd1_latency_s(Access("read", b, "rand")) == pytest.approx(inner + fabric.request_latency_s("ib-edr", "nfs-rdma", b))
     tcp = _nfs(export, "tcp")
-    assert tcp.volume.request_latency_s(b, False, "rand") > nfs.volume.request_latency_s(b, False, "rand")
+    assert tcp.volume.qd1_latency_s(Access("read", b, "rand")) > nfs.volume.qd1_latency_s(Access("read", b, "rand"))
 
 
 def test_nfs_tcp_costs_client_cpu_per_byte():
     export = {"kind": "local", "count": 1, "device": SSD}
     tcp = _nfs(export, "tcp", "100gbe")
     b = 2**20
-    cpu = sum(k for c, k in tcp.volume.read_usage(b) if c is tcp.host.cpu)
+    cpu = sum(k for c, k in tcp.volume.usage(Access("read", b, "seq")) if c is tcp.host.cpu)
     cost = fabric.PROTOCOLS["nfs-tcp"]
     assert cpu == pytest.approx(cost.client_cpu_s_per_byte + cost.client_cpu_s_per_op / b)
 
@@ -315,7 +316,7 @@ def _amax_nfs(**export: Any) -> dict[str, Any]:
         ("export", {"level": 7}, "system.storage.export.level: expected 0, 1, 5, 6 or 10, found 7"),
         ("export", {"kind": "cluster"}, "kind: expected one of local, raid, found 'cluster'"),
         ("storage", {"fabric": "ib-xdr"}, "system.storage.fabric: expected 'ib-edr'"),
-        ("storage", {"kind": "tape"}, "kind: expected one of local, raid, nfs, cluster, found 'tape'"),
+        ("storage", {"kind": "tape"}, "kind: expected one of local, cluster, nfs, raid, found 'tape'"),
     ],
 )
 def test_bad_storage_values_name_the_field(where: str, change: dict[str, Any], message: str):
@@ -352,7 +353,7 @@ def test_more_drives_never_slower(level: int, n: int, extra: int, op: str, block
     rates = []
     for count in (n, n + extra):
         system = _system({"kind": "raid", "level": level, "count": count, "device": SSD})
-        usage = system.volume.read_usage(block, pattern=pattern) if op == "read" else system.volume.write_usage(block, pattern=pattern)
+        usage = system.volume.usage(Access("read", block, pattern)) if op == "read" else system.volume.usage(Access("write", block, pattern))
         rates.append(_rate(system, usage))
     if level == 1 and op == "write":
         assert rates[1] == pytest.approx(rates[0], rel=1e-9)  # every mirror writes everything
@@ -406,16 +407,16 @@ def test_nfs_server_threads_bound_reads_by_littles_law():
         system = _system({"kind": "nfs", "export": export, "server_threads": threads})
         v = system.volume
         b = 131072
-        usage = v.read_usage(b, pattern="rand", queue_depth=32)
+        usage = v.usage(Access("read", b, "rand", 32))
         rate = _rate(system, usage)
         # oracle: `threads` RPCs in service at once, each holding its thread for the export's QD1 read
-        thread_bound = threads * b / v.thread_seconds(b, False, "rand")
+        thread_bound = threads * b / v.thread_seconds(Access("read", b, "rand"))
         if threads == 8:
             assert rate == pytest.approx(thread_bound, rel=1e-6)
         else:
             assert rate < thread_bound  # 64 threads: the disks bind first
     # writes are UNSTABLE: a thread only copies into the server's page cache
-    assert v.thread_seconds(b, True) < v.thread_seconds(b, False, "rand") / 100
+    assert v.thread_seconds(Access("write", b, "rand")) < v.thread_seconds(Access("read", b, "rand")) / 100
 
 
 @settings(max_examples=25, deadline=None)
@@ -428,7 +429,7 @@ def test_nfs_more_threads_or_a_faster_fabric_never_slower(threads: int, more: in
 
     def rate(fabric_name: str, n_threads: int) -> float:
         system = _system({"kind": "nfs", "protocol": protocol, "fabric": fabric_name, "export": export, "server_threads": n_threads})
-        usage = system.volume.read_usage(2**20, pattern="seq") if op == "read" else system.volume.write_usage(2**20, pattern="seq")
+        usage = system.volume.usage(Access("read", 2**20, "seq")) if op == "read" else system.volume.usage(Access("write", 2**20, "seq"))
         return _rate(system, usage)
 
     base = rate(slow, threads)

@@ -20,6 +20,7 @@ from iowatt.models import array as raid
 from iowatt.models import fabric
 from iowatt.scenarios.loader import ScenarioError, load
 from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.storage import Access
 from iowatt.simulator.system import SystemConfig, SystemRuntime
 
 LIB = Path(__file__).resolve().parent.parent / "scenarios" / "library"
@@ -66,8 +67,8 @@ def test_bytes_on_the_wire_are_k_plus_m_over_k(k: int, m: int):
     b = 2**20
     chunk = b / k
     header = 1 + fabric.PROTOCOLS["nvmeof-tcp"].header_bytes / chunk
-    write = {c: kk for c, kk in v.write_usage(b)}
-    read = {c: kk for c, kk in v.read_usage(b)}
+    write = {c: kk for c, kk in v.usage(Access("write", b, "seq"))}
+    read = {c: kk for c, kk in v.usage(Access("read", b, "seq"))}
     assert write[v.client_tx] == pytest.approx((k + m) / k * header)
     assert read[v.client_rx] == pytest.approx(1.0 * header)
     # each node receives its share of the stripe: (k+m)/k / N
@@ -85,7 +86,7 @@ def test_written_bytes_are_conserved_on_the_drives():
     system = _system(_cluster())
     engine = system.engine
     data = 50e9
-    engine.start("write", data, system.volume.write_usage(2**20, pattern="seq"))
+    engine.start("write", data, system.volume.usage(Access("write", 2**20, "seq")))
     engine.env.run()
     engine.finish()
     on_drives = sum(d.report()["host_bytes_written"] for d in system.volume.drives)
@@ -94,7 +95,7 @@ def test_written_bytes_are_conserved_on_the_drives():
 
 def test_sequential_reads_are_bound_by_the_nics_by_hand():
     system = _system(_cluster())
-    rate = _rate(system, system.volume.read_usage(2**20, pattern="seq"))
+    rate = _rate(system, system.volume.usage(Access("read", 2**20, "seq")))
     header = 1 + fabric.PROTOCOLS["nvmeof-tcp"].header_bytes / (2**20 / 4)
     nic = fabric.port_goodput_Bps("200gbe", rdma=False)
     clients = 12 * nic / header
@@ -102,18 +103,18 @@ def test_sequential_reads_are_bound_by_the_nics_by_hand():
     assert rate == pytest.approx(min(clients, nodes), rel=1e-6)
     # with one client the client's NIC binds
     one = _system(_cluster(clients=1))
-    assert _rate(one, one.volume.read_usage(2**20, pattern="seq")) == pytest.approx(nic / header, rel=1e-6)
+    assert _rate(one, one.volume.usage(Access("read", 2**20, "seq"))) == pytest.approx(nic / header, rel=1e-6)
 
 
 def test_lumped_cluster_equals_explicit_drives():
     """Symmetric lumping: a 3-node x 3-drive cluster against the same drives built one by one."""
     lumped = _system(_cluster(nodes=3, drives_per_node=3, erasure_coding="2+1", clients=1, node_nics=1))
-    lumped_rate = _rate(lumped, lumped.volume.write_usage(2**20, pattern="seq"))
+    lumped_rate = _rate(lumped, lumped.volume.usage(Access("write", 2**20, "seq")))
     # explicit: 9 drives, each receiving 1.5 / 9 of every host byte, behind 3 node NICs of 1/3 each
     explicit = _system({"kind": "local", "count": 9, "device": DRIVE})
     drive_usage = []
     for d in explicit.volume.drives:
-        drive_usage += d.write_usage(2**20 / 2 / 3, 1.5 / 9, pattern="seq")
+        drive_usage += d.usage(Access("write", 2**20 / 2 / 3, "seq"), 1.5 / 9)
     drive_bound = _rate(explicit, drive_usage)
     header = 1 + fabric.PROTOCOLS["nvmeof-tcp"].header_bytes / 2**19
     nic = fabric.port_goodput_Bps("200gbe", rdma=False)
@@ -124,16 +125,16 @@ def test_degraded_cluster_reads_cost_more_and_run_slower():
     healthy = _system(_cluster(clients=48))
     degraded = _system(_cluster(clients=48, failed_nodes=1))
     assert degraded.volume.wire_bytes_per_byte("read") == pytest.approx(5 / 6 + 4 / 6)
-    h = _rate(healthy, healthy.volume.read_usage(2**20, pattern="seq"))
-    d = _rate(degraded, degraded.volume.read_usage(2**20, pattern="seq"))
+    h = _rate(healthy, healthy.volume.usage(Access("read", 2**20, "seq")))
+    d = _rate(degraded, degraded.volume.usage(Access("read", 2**20, "seq")))
     assert d < h
 
 
 def test_cluster_latency_adds_the_fabric_round_trip():
     system = _system(_cluster())
     b = 4096
-    node = system.volume.node.pool.request_latency_s(b, False, "rand")
-    assert system.volume.request_latency_s(b, False, "rand") == pytest.approx(node + fabric.request_latency_s("200gbe", "nvmeof-tcp", b))
+    node = system.volume.node.pool.qd1_latency_s(Access("read", b, "rand"))
+    assert system.volume.qd1_latency_s(Access("read", b, "rand")) == pytest.approx(node + fabric.request_latency_s("200gbe", "nvmeof-tcp", b))
 
 
 def test_clients_are_one_aggregate_host():
@@ -149,7 +150,7 @@ def test_clients_are_one_aggregate_host():
 def test_more_nodes_or_clients_never_slower(nodes: int, more: int, clients: int, extra: int, op: str):
     def rate(n: int, c: int) -> float:
         s = _system(_cluster(nodes=n, clients=c))
-        usage = s.volume.read_usage(2**20, pattern="seq") if op == "read" else s.volume.write_usage(2**20, pattern="seq")
+        usage = s.volume.usage(Access("read", 2**20, "seq")) if op == "read" else s.volume.usage(Access("write", 2**20, "seq"))
         return _rate(s, usage)
 
     base = rate(nodes, clients)

@@ -10,11 +10,12 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.models import catalog, nand, ssd
+from iowatt.models import catalog, links, nand, ssd
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from iowatt.models.ssd import SSDSpec
 from iowatt.simulator.flows import FlowEngine, run_until_idle
-from iowatt.simulator.ssd_runtime import SSDRuntime
+from iowatt.simulator.storage import Access
+from iowatt.simulator.storage.ssd import SsdDrive
 
 from tests.queueing_oracle import per_io_units
 
@@ -110,7 +111,7 @@ def test_closed_loop_applies_the_concurrency_law_to_the_drive(name: str, block: 
     spec = catalog.spec_from("ssd", name)
     service = block / ssd.read_throughput_Bps(spec, block)
     l0 = ssd.unloaded_latency_s(spec, block, False)
-    limit = ssd.device_queue_limit(spec.interface)
+    limit = links.device_queue_limit(spec.interface)
     for n in (1, 2, 4, 8, 32, 128, 512, 4096):
         bw, lat = ssd.closed_loop(spec, block, n, 1.0)
         x = bw / block
@@ -264,9 +265,9 @@ def test_write_cliff_when_the_slc_cache_runs_out() -> None:
     )
     env = simpy.Environment()
     engine = FlowEngine(env)
-    drive = SSDRuntime(engine, "ssd0", spec, 0, 0.0)
+    drive = SsdDrive(engine, "ssd0", spec, 0, 0.0)
     amount = 0.3e12
-    flow = engine.start("fill", amount, drive.write_usage(128 * KiB))
+    flow = engine.start("fill", amount, drive.usage(Access("write", 128 * KiB, "seq")))
     run_until_idle(env, engine)
     cache = 0.12e12
     expected = cache / 3000e6 + (amount - cache) / (1.0 / ssd.write_seconds_per_byte(spec, 128 * KiB))
@@ -307,9 +308,9 @@ def test_transition_latency_is_exit_plus_entry() -> None:
 def test_power_state_change_stalls_the_drive_for_the_transition() -> None:
     env = simpy.Environment()
     engine = FlowEngine(env)
-    drive = SSDRuntime(engine, "ssd0", SPEC_P5336, 0, 0.0)
+    drive = SsdDrive(engine, "ssd0", SPEC_P5336, 0, 0.0)
     amount = 3.3e9
-    flow = engine.start("w", amount, drive.write_usage(128 * KiB))
+    flow = engine.start("w", amount, drive.usage(Access("write", 128 * KiB, "seq")))
 
     def switch():
         yield env.timeout(0.5)
@@ -327,9 +328,9 @@ def test_power_state_change_stalls_the_drive_for_the_transition() -> None:
 def _run_capped(spec: SSDSpec, ps: int, read_share: float, block: float, fill: float) -> tuple[float, float, float, float]:
     env = simpy.Environment()
     engine = FlowEngine(env)
-    drive = SSDRuntime(engine, "ssd0", spec, ps, fill)
-    usage = [(c, k * read_share) for c, k in drive.read_usage(block)]
-    usage += [(c, k * (1 - read_share)) for c, k in drive.write_usage(block, pattern="rand", overwrite=True)]
+    drive = SsdDrive(engine, "ssd0", spec, ps, fill)
+    usage = [(c, k * read_share) for c, k in drive.usage(Access("read", block, "seq"))]
+    usage += [(c, k * (1 - read_share)) for c, k in drive.usage(Access("write", block, "rand", 1, overwrite=True))]
     usage = [(c, k) for c, k in usage if k > 0]
     flow = engine.start("job", 1e9, usage)
     run_until_idle(env, engine)

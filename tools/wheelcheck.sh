@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the sdist and wheel, install the wheel into a fresh virtual environment outside the
+# Build the sdist, then the wheel from the sdist (so the sdist is proven complete), install the wheel into a fresh virtual environment outside the
 # checkout, and run what a user runs first: --help, a library scenario, the catalog.
 # Usage: tools/wheelcheck.sh [PYTHON]   (make wheelcheck)
 set -euo pipefail
@@ -7,7 +7,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 python=${1:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$repo/.venv/bin/python" -m build --sdist --wheel --outdir "$work/dist" "$repo" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; exit 1; }
+"$repo/.venv/bin/python" -m build --outdir "$work/dist" "$repo" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; exit 1; }
 wheel=$(ls "$work"/dist/*.whl)
 # one import name: every file of the wheel lies under iowatt/ or its .dist-info
 "$python" - "$wheel" <<'PY'

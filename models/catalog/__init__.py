@@ -17,13 +17,14 @@ from typing import Any
 
 import yaml
 from iowatt.models.compute import CPUSpec, GPUSpec
+from iowatt.models.hdd import HDDSpec
 from iowatt.models.provenance import KINDS, Provenance, unwrap
 from iowatt.models.ssd import SSDSpec
 from pydantic import BaseModel, ValidationError
 
 CATALOG_DIR = Path(__file__).parent
 
-SPEC_TYPES: dict[str, type[BaseModel]] = {"ssd": SSDSpec, "gpu": GPUSpec, "cpu": CPUSpec}
+SPEC_TYPES: dict[str, type[BaseModel]] = {"ssd": SSDSpec, "hdd": HDDSpec, "gpu": GPUSpec, "cpu": CPUSpec}
 
 
 class CatalogError(LookupError):
@@ -42,12 +43,6 @@ class CatalogEntry:
     def provenance_counts(self) -> dict[str, int]:
         counts = Counter(p.p for p in self.provenance.values())
         return {k: counts.get(k, 0) for k in KINDS}
-
-
-def register_spec_type(kind: str, spec_type: type[BaseModel]) -> None:
-    """Let a model module add a device family (hdd, fabric, ...) to the catalog."""
-    SPEC_TYPES[kind] = spec_type
-    _load.cache_clear()
 
 
 def _parse_file(path: Path) -> list[CatalogEntry]:
@@ -168,6 +163,10 @@ def spec_from(kind: str, value: Any) -> BaseModel:
     raise ValueError(f"expected a catalog name or a mapping of {kind} fields, found {type(value).__name__}")
 
 
-# Model modules that add a family register it on import; import them here so a
-# catalog file of that kind (hdd.yaml) loads whichever module is imported first.
-import iowatt.models.hdd  # noqa: E402, F401
+
+def drive_spec(value: Any) -> SSDSpec | HDDSpec:
+    """The one lookup of a storage device: an SSD name or spec first, else a hard disk."""
+    try:
+        return spec_from("ssd", value)  # type: ignore[return-value]
+    except (CatalogError, ValueError):
+        return spec_from("hdd", value)  # type: ignore[return-value]

@@ -50,6 +50,7 @@ from typing import Literal
 import simpy
 from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
+from iowatt.simulator.storage import Access
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -232,7 +233,10 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     durations: list[float] = []
     starts: list[float] = []
     load_durations: list[float] = []
-    read_usage = system.volume.read_usage(params.block_size)
+    writers = sum(1 for s in shards if s > 0)
+    # every rank streams its own file: sequential requests, one outstanding per rank (torch.save / torch.load)
+    restore_reads = Access("read", params.block_size, "seq", max(1, writers))
+    read_usage = system.volume.usage(restore_reads)
 
     # host side (models.host_io): reference-core-seconds per byte of each part, one core per rank
     core_speed = system.host.cpu_spec.core_speed
@@ -300,11 +304,9 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
             overwrite = stored[slot] > 0.0
             if overwrite and params.trim:
                 system.volume.discard(stored[slot])  # the old checkpoint's blocks are freed on the drive
-            for drive in system.volume.drives:
-                if hasattr(drive, "write_overwrite"):
-                    drive.write_overwrite = overwrite and not params.trim
-            engine.finish()  # the fill state up to now sets this checkpoint's write cost
-            drive_usage = system.volume.write_usage(params.block_size)
+            # without TRIM the drive still holds the old checkpoint: the new one replaces valid data
+            saves = Access("write", params.block_size, "seq", max(1, writers), overwrite=overwrite and not params.trim)
+            drive_usage = system.volume.usage(saves)  # reads each drive's fill state as of now
             start = env.now
             ranks = [env.process(rank_save(r, drive_usage)) for r, amount in enumerate(shards) if amount > 0]
             yield simpy.AllOf(env, ranks)
@@ -326,7 +328,7 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     metrics = {
         "checkpoint_size_GB": size / 1e9,
         "checkpoint_count": float(len(durations)),
-        "checkpoint_writer_ranks_count": float(sum(1 for s in shards if s > 0)),
+        "checkpoint_writer_ranks_count": float(writers),
         "save_checkpoint_duration_mean_seconds": total_time / len(durations),
         "save_checkpoint_duration_max_seconds": max(durations),
         "save_checkpoint_io_mean_GB_per_second": size * len(durations) / total_time / 1e9,
@@ -351,7 +353,7 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
         metrics["load_checkpoint_duration_mean_seconds"] = sum(load_durations) / len(load_durations)
         metrics["load_checkpoint_io_mean_GB_per_second"] = size / metrics["load_checkpoint_duration_mean_seconds"] / 1e9
         detail["load_durations_seconds"] = load_durations
-    drive_reports = [d.report() for d in system.volume.drives if hasattr(d, "report")]
+    drive_reports = system.volume.report()["drives"]
     if drive_reports:
         detail["drives"] = drive_reports
     return WorkloadOutcome(metrics, detail)

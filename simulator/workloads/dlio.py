@@ -46,11 +46,9 @@ import numpy as np
 import simpy
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.storage import Access, ConcurrencyLaw
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads._dataio import concurrency_capacity_Bps, ssd_concurrency, volume_read_latency_s
-from iowatt.simulator.workloads._dataio import read_usage as volume_read_usage
-from iowatt.simulator.workloads._dataio import write_usage as volume_write_usage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MiB = 2**20
@@ -102,15 +100,6 @@ PRESETS: dict[str, dict] = {
 # scenario; these fill the rest (DLIO's defaults: one sample per file, 4 read threads).
 CUSTOM_DEFAULTS: dict = {"record_length_stdev": 0, "samples_per_file": 1, "read_threads": 4, "num_files": 1, "au_target": 0.90,
                          "framework": "pytorch"}
-
-
-def read_usage(volume, block_bytes: float, pattern: str, queue_depth: int = 1) -> list:  # noqa: ANN001
-    """The volume's read usage with the access pattern and outstanding requests (kept for other workloads)."""
-    return volume_read_usage(volume, block_bytes, pattern, queue_depth)  # type: ignore[arg-type]
-
-
-def write_usage(volume, block_bytes: float, pattern: str, queue_depth: int = 1) -> list:  # noqa: ANN001
-    return volume_write_usage(volume, block_bytes, pattern, queue_depth)  # type: ignore[arg-type]
 
 
 class DlioParams(BaseModel):
@@ -203,6 +192,11 @@ class DlioParams(BaseModel):
         }
 
 
+def _law_capacity_Bps(law: ConcurrencyLaw, block_bytes: float, in_flight: int) -> float:
+    """Bytes/s the volume serves with `in_flight` reads outstanding (inf when none: the constraint is idle)."""
+    return math.inf if in_flight <= 0 else law.bytes_per_second(block_bytes, in_flight)
+
+
 def sample_sizes(rng: np.random.Generator, n: int, mean: float, stdev: float) -> np.ndarray:
     """n sample sizes from a normal truncated symmetrically at +-2 sigma (so the mean is kept), >= 1 byte."""
     if stdev <= 0.0 or n == 0:
@@ -257,18 +251,21 @@ def simulate(
     # so each rank reads its files as ONE sequential stream (read_threads only parallelise parsing).
     # The drives see that many requests (hard disks reorder them: shorter seeks, models.hdd).
     outstanding = n_acc if tensorflow else n_acc * threads
-    disk = read_usage(system.volume, block, params.read_pattern, outstanding)
+    request = Access("read", block, params.read_pattern, outstanding)
+    disk = system.volume.usage(request)
     cpu_coeff = 1.0 / params.cpu_bytes_per_core_second + params.cpu_seconds_per_sample / record
     disk_usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, cpu_coeff)]
     cache_usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff)]
     # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
-    stream_rate = block / volume_read_latency_s(system.volume, block, params.read_pattern)
+    stream_rate = block / system.volume.qd1_latency_s(request.with_(queue_depth=1.0))
     # SSDs: the streams' requests collide on the drives' flash units (concurrency law of models.ssd):
     # with n streams reading, together they get n / (L0 + (n - 1) S) requests/s; n follows the
     # streams that are reading at each instant (a TF rank is one stream however many workers it has)
     # (TF: each rank's stream constraint gets its share X(n) / n, so a rank with more parsing workers
     # reading does not take more than one stream's share; PyTorch: one shared constraint, one flow per stream)
-    law = ssd_concurrency(system.volume, block, params.read_pattern)
+    # (the N / L0 bound of disks and routed volumes is what the per-stream rates already impose: left out)
+    law = system.volume.concurrency(request)
+    law = law if law.units else None
     concurrency = engine.constraint("dlio.ssd_concurrency", math.inf) if law is not None and not tensorflow else None
     in_flight = [0]
     reading = [0] * n_acc  # disk flows per rank
@@ -283,12 +280,12 @@ def simulate(
             changed = int(reading[rank] > 0) - int(before > 0)
             if changed:
                 in_flight[0] += changed
-                share = concurrency_capacity_Bps(law, block, in_flight[0]) / max(1, in_flight[0])
+                share = _law_capacity_Bps(law, block, in_flight[0]) / max(1, in_flight[0])
                 for c in streams:
                     engine.set_capacity(c, min(stream_rate, share))
         elif concurrency is not None:
             in_flight[0] += delta
-            engine.set_capacity(concurrency, concurrency_capacity_Bps(law, block, in_flight[0]))
+            engine.set_capacity(concurrency, _law_capacity_Bps(law, block, in_flight[0]))
 
     if concurrency is not None:
         disk_usage.append((concurrency, 1.0))

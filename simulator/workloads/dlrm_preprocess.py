@@ -36,8 +36,8 @@ from typing import Literal
 
 import simpy
 from iowatt.models.units import Bytes
+from iowatt.simulator.storage import Access
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadOutcome
-from iowatt.simulator.workloads._dataio import read_usage, write_usage
 from pydantic import BaseModel, ConfigDict, Field
 
 MiB = 2**20
@@ -89,8 +89,8 @@ def run(ctx: RunContext, params: DlrmPreprocessParams) -> WorkloadOutcome:
     env, engine, system = ctx.env, ctx.engine, ctx.system
     host = system.host
     cached = params.page_cache and params.parquet_bytes <= params.page_cache_fraction * host.config.memory
-    rd = read_usage(system.volume, params.read_block_size, "seq", params.workers)
-    wr_parquet = write_usage(system.volume, params.write_block_size, "seq", params.workers)
+    rd = system.volume.usage(Access("read", params.read_block_size, "seq", params.workers))
+    wr_parquet = system.volume.usage(Access("write", params.write_block_size, "seq", params.workers))
     # phase 1, per raw byte: read 1, write the Parquet share, parse on one core
     parse_cpu = 1.0 / params.parse_bytes_per_core_second
     ratio_p = params.parquet_bytes_per_row / params.raw_bytes_per_row
@@ -98,7 +98,7 @@ def run(ctx: RunContext, params: DlrmPreprocessParams) -> WorkloadOutcome:
     # phase 2, per Parquet byte: read 1 (from the drive or the page cache), write the binary share
     conv_cpu = 1.0 / params.convert_bytes_per_core_second
     ratio_b = params.binary_bytes_per_row / params.parquet_bytes_per_row
-    wr_binary = write_usage(system.volume, params.write_block_size, "seq", params.workers)
+    wr_binary = system.volume.usage(Access("write", params.write_block_size, "seq", params.workers))
     source = [] if cached else rd
     usage_convert = [*source, *[(c, k * ratio_b) for c, k in wr_binary], (host.memory, params.dram_bytes_per_byte_convert), (host.cpu, conv_cpu)]
 

@@ -50,12 +50,9 @@ import itertools
 import math
 from typing import Any, Literal
 
-from iowatt.models import hdd as hdd_model
-from iowatt.models import ssd as ssd_model
-from iowatt.models.hdd import HDDSpec
-from iowatt.models.links import link_payload_Bps
 from iowatt.models.units import Bytes, Seconds
-from iowatt.simulator.flows import Constraint
+from iowatt.simulator.flows import Constraint, Flow
+from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, Usage, Volume, mix_laws
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -63,7 +60,6 @@ Rw = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randr
 IoEngine = Literal["libaio", "io_uring", "posixaio", "sync", "psync", "pvsync", "pvsync2"]
 SYNC_ENGINES = ("sync", "psync", "pvsync", "pvsync2")
 FILL_SEGMENT = 0.01  # share of the volume capacity written per segment (fill state re-read between)
-_MIN_PIECE = 4096.0  # a striped request is split into pieces of at least one 4 KiB page
 
 
 class FioParams(BaseModel):
@@ -124,123 +120,28 @@ class FioParams(BaseModel):
 # ---------------------------------------------------------------------------- volume access
 
 
-def plain_drives(volume: Any) -> list[Any] | None:
-    """Drives of a plain striped volume (RAID 0 / one drive), or None for volumes that route I/O themselves."""
-    drives = getattr(volume, "drives", None)
-    if type(volume).__name__ != "VolumeRuntime" or not drives:
-        return None
-    return list(drives)
-
-
-def reachable_drives(volume: Any) -> list[Any]:
-    """Every drive runtime under a volume of any kind (arrays, nodes of a cluster), for hints and reports."""
-    found: list[Any] = []
-    stack = [volume]
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if hasattr(node, "spec") and hasattr(node, "write_usage") and node is not volume:
-            found.append(node)
-            continue
-        for attr in ("drives", "members", "volumes", "nodes", "targets"):
-            children = getattr(node, attr, None)
-            if isinstance(children, list | tuple):
-                stack.extend(children)
-    return found
-
-
-def _is_hdd(drive: Any) -> bool:
-    return isinstance(getattr(drive, "spec", None), HDDSpec)
-
-
-def _piece(block_bytes: float, n: int) -> float:
-    return block_bytes if n == 1 else max(block_bytes / n, _MIN_PIECE)
-
-
-def drive_latency_s(drive: Any, block_bytes: float, pattern: str, write: bool) -> float:
-    """Unloaded (QD1) latency of one request on one drive."""
-    spec = drive.spec
-    if isinstance(spec, HDDSpec):
-        span = getattr(drive, "span_fraction", 1.0)
-        if pattern == "seq":
-            rate = min(hdd_model.media_rate_Bps(spec, span), link_payload_Bps(spec.link))
-            return spec.command_overhead_ms / 1e3 + block_bytes / rate
-        return float(hdd_model.random_service_seconds(spec, block_bytes, 1, span, write))
-    return ssd_model.unloaded_latency_s(spec, block_bytes, write)
-
-
-def ssd_service_s(volume: Any, params: FioParams) -> float | None:
-    """S of the concurrency law (models.ssd.read_queue_seconds: reads' seconds per request at the ceiling)
-    for a plain volume of SSDs, slowest striped piece; None for hard disks and routed volumes, which keep
-    the asymptotic bound min(N / L0, ceiling)."""
-    drives = plain_drives(volume)
-    if not drives or any(_is_hdd(x) for x in drives):
-        return None
-    piece = _piece(params.bs, len(drives))
-    return max(ssd_model.read_queue_seconds(x.spec, piece, params.read_share, params.pattern) for x in drives)
-
-
-def volume_latency_s(volume: Any, block_bytes: float, pattern: str, write: bool) -> tuple[float, str]:
-    """(QD1 latency of one request, where it came from)."""
-    own = getattr(volume, "request_latency_s", None)
-    if callable(own):
-        return float(own(block_bytes, write)), "volume.request_latency_s"
-    drives = plain_drives(volume) or reachable_drives(volume)
-    if not drives:
-        return 0.0, "none (bandwidth ceiling only)"
-    piece = _piece(block_bytes, len(drives)) if plain_drives(volume) else block_bytes
-    return max(drive_latency_s(d, piece, pattern, write) for d in drives), "drives (QD1 latency, slowest piece)"
-
-
-def _set_hints(drives: list[Any], pattern: str, queue_depth: int, overwrite: bool) -> None:
-    for d in drives:
-        if _is_hdd(d):
-            d.access = "random" if pattern == "rand" else "sequential"
-            d.queue_depth = max(1, int(queue_depth))
-        else:
-            d.write_pattern = pattern
-            d.write_overwrite = overwrite
-
-
-def job_usage(volume: Any, params: FioParams, overwrite_share: float) -> list[tuple[Constraint, float]]:
-    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix)."""
+def job_accesses(params: FioParams, overwrite_share: float) -> list[tuple[Access, float]]:
+    """The job's request classes with their shares of its bytes: reads, new writes, overwrites."""
     bs, pattern, rs = params.bs, params.pattern, params.read_share
     queue = params.outstanding_per_job * params.numjobs
-    drives = plain_drives(volume)
-    usage: list[tuple[Constraint, float]] = []
-    if drives is not None:
-        n = len(drives)
-        piece, share = _piece(bs, n), 1.0 / n
-        for d in drives:
-            if _is_hdd(d):
-                access = "random" if pattern == "rand" else "sequential"
-                if rs > 0:
-                    usage += [(c, k * rs) for c, k in d.read_usage(piece, share, access=access, queue_depth=queue)]
-                if rs < 1:
-                    usage += [(c, k * (1 - rs)) for c, k in d.write_usage(piece, share, access=access, queue_depth=queue)]
-                continue
-            if rs > 0:
-                usage += [(c, k * rs) for c, k in d.read_usage(piece, share, pattern=pattern)]
-            if rs < 1:
-                for ov, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
-                    if part > 0:
-                        w = (1 - rs) * part
-                        usage += [(c, k * w) for c, k in d.write_usage(piece, share, pattern=pattern, overwrite=ov)]
-        return usage
-    under = reachable_drives(volume)
+    parts: list[tuple[Access, float]] = []
     if rs > 0:
-        _set_hints(under, pattern, queue, False)
-        usage += [(c, k * rs) for c, k in volume.read_usage(bs)]
+        parts.append((Access("read", bs, pattern, queue), rs))
     if rs < 1:
-        for ov, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
+        for overwrite, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
             if part > 0:
-                _set_hints(under, pattern, queue, ov)
-                usage += [(c, k * (1 - rs) * part) for c, k in volume.write_usage(bs)]
-        _set_hints(under, pattern, queue, False)
-    return usage
+                parts.append((Access("write", bs, pattern, queue, overwrite=overwrite), (1 - rs) * part))
+    return parts
+
+
+def job_usage(volume: Volume, params: FioParams, overwrite_share: float) -> Usage:
+    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix)."""
+    return [(c, k * w) for access, w in job_accesses(params, overwrite_share) for c, k in volume.usage(access)]
+
+
+def job_law(volume: Volume, params: FioParams) -> ConcurrencyLaw:
+    """The volume's closed-loop law for the job's mix (the law `iowatt calibrate` validates, models.ssd)."""
+    return mix_laws([(volume.concurrency(access), share) for access, share in job_accesses(params, params.overwrite * 1.0)])
 
 
 # ---------------------------------------------------------------------------- latency distribution
@@ -274,41 +175,25 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
         )
     bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
     n_out = d * params.numjobs
-    for x in plain_drives(volume) or reachable_drives(volume):
-        if _is_hdd(x):
-            # the job's file: `size` per job (one shared file when a filename is given)
-            x.data_span = min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity)
-    _set_hints(reachable_drives(volume), params.pattern, n_out, params.overwrite)
-    lat_r, source = volume_latency_s(volume, bs, params.pattern, False)
-    lat_w, _ = volume_latency_s(volume, bs, params.pattern, True)
-    l0 = rs * lat_r + (1 - rs) * lat_w
-    bound = d * bs / l0 if l0 > 0 else None
-    # a device holds at most its queue limit (SATA NCQ: 32); the rest wait in the host queue
-    # (a plain striped volume spreads every request over all its drives, so the smallest limit holds;
-    # arrays with a stripe unit send each request to one drive, so the limits add up)
-    limits = [ssd_model.device_queue_limit(x.spec.interface) for x in plain_drives(volume) or reachable_drives(volume)]
-    in_devices = n_out
-    if bound is not None and limits and None not in limits:
-        known = [q for q in limits if q is not None]
-        in_devices = min(n_out, min(known) if plain_drives(volume) else sum(known))
-        bound *= in_devices / n_out
-    service = ssd_service_s(volume, params)
-    if bound is not None and service is not None:
-        # concurrency law (models.ssd): the requests in the drives collide on c = L0 / S flash units,
-        # X = N_dev / (L0 + (N_dev - 1) S); each job keeps its share d / N of the outstanding requests
-        bound = d * bs * ssd_model.concurrency_throughput(l0, service, in_devices) / n_out
+    # the job's file: `size` per job (one shared file when a filename is given); hard disks sweep it
+    volume.occupy(min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity))
+    lat_r = volume.qd1_latency_s(Access("read", bs, params.pattern))
+    lat_w = volume.qd1_latency_s(Access("write", bs, params.pattern))
+    # closed loop: N outstanding requests get X(N) from the volume's law; each job keeps its share d / N
+    law = job_law(volume, params)
+    x = law.requests_per_second(n_out)
+    bound = d * bs * x / n_out if math.isfinite(x) else None
     deadline = params.runtime
-    if params.time_based:
-        assert deadline is not None
+    if params.time_based and deadline is not None:
         per_job_amount = bound * deadline * 1.01 + bs if bound is not None else 1e18
     else:
         per_job_amount = params.io_size if params.io_size is not None else size_job
     gate = engine.constraint(f"fio.{params.name}.gate", math.inf)
     stop = env.event()
-    flows: list[list[Any]] = [[] for _ in range(params.numjobs)]
+    flows: list[list[Flow]] = [[] for _ in range(params.numjobs)]
     job_end = [0.0] * params.numjobs
     written = [0.0] * params.numjobs    # host bytes each job has written (all segments started)
-    ssd_drives = [x for x in (plain_drives(volume) or reachable_drives(volume)) if not _is_hdd(x)]
+    ssd_drives = [x for x in volume.unique_drives if x.tracks_writes]
     fill_trace: list[tuple[float, float, float]] = []  # (time, mean fill of the SSDs, bytes written so far)
 
     def mean_fill() -> float:
@@ -362,11 +247,10 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
     end = env.now
     elapsed_job = [(end if stop.triggered else job_end[j]) - start for j in range(params.numjobs)]
     moved = [sum(f.delivered for f in fl) for fl in flows]
-    return _outcome(ctx, params, moved, elapsed_job, lat_r, lat_w, l0, source, fill_trace, flows, capacity, ssd_drives,
-                    units_law=service is not None)
+    return _outcome(ctx, params, moved, elapsed_job, (lat_r, lat_w, law), fill_trace, flows, volume, ssd_drives)
 
 
-def _utilisation(flows: list[list[Any]], elapsed: float) -> float:
+def _utilisation(flows: list[list[Flow]], elapsed: float) -> float:
     loads: dict[Constraint, float] = {}
     for fl in flows:
         for f in fl:
@@ -387,17 +271,15 @@ def _outcome(
     params: FioParams,
     moved: list[float],
     elapsed_job: list[float],
-    lat_r: float,
-    lat_w: float,
-    l0: float,
-    source: str,
+    latencies: tuple[float, float, ConcurrencyLaw],
     fill_trace: list[tuple[float, float, float]],
-    flows: list[list[Any]],
-    capacity: float,
-    ssd_drives: list[Any],
-    units_law: bool = False,
+    flows: list[list[Flow]],
+    volume: Volume,
+    ssd_drives: list[Drive],
 ) -> WorkloadOutcome:
     bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
+    lat_r, lat_w, law = latencies
+    l0, units_law = law.qd1_latency_s, law.units
     runtime = max(elapsed_job) if elapsed_job else 0.0
     total = sum(moved)
     metrics: dict[str, float] = {}
@@ -437,7 +319,7 @@ def _outcome(
     metrics["storage_energy_per_io_uJ"] = storage_J / ios * 1e6
     metrics["storage_energy_per_GB_J"] = storage_J / (total / 1e9)
     detail: dict[str, Any] = {
-        "latency_source": source,
+        "latency_source": "the volume's QD1 latency (simulator.storage contract)",
         "latency_distribution": f"Gamma(shape k={shape:.3g}, mean = Little's-law mean); see simulator/workloads/fio.py",
         "job_bytes": moved,
         "job_runtime_seconds": elapsed_job,
@@ -449,7 +331,7 @@ def _outcome(
         for i, v in enumerate(deciles):
             if v is not None:
                 metrics[f"fill_write_GBps_decile{i}"] = v
-    reports = [x.report() for x in ssd_drives if hasattr(x, "report")]
+    reports = [x.report() for x in ssd_drives]
     if reports:
         detail["drives"] = reports
         host = sum(r["host_bytes_written"] for r in reports)

@@ -32,9 +32,9 @@ import numpy as np
 import simpy
 from iowatt.models.units import Bytes
 from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.storage import Access
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads._dataio import drive_specs, read_usage, volume_read_latency_s
 from pydantic import BaseModel, ConfigDict, Field
 
 GiB = 2**30
@@ -60,14 +60,14 @@ class GdsReadParams(BaseModel):
 
 def qd1_latency_s(system: SystemRuntime, block: float, pattern: str = "rand") -> float:
     """One request's latency at queue depth 1 on the volume's drives."""
-    return volume_read_latency_s(system.volume, block, pattern)  # type: ignore[arg-type]
+    return system.volume.qd1_latency_s(Access("read", block, pattern))  # type: ignore[arg-type]
 
 
 def outstanding_per_thread(system: SystemRuntime, params: GdsReadParams, block: float, threads: int) -> float:
     """Requests one thread keeps in flight: io_depth, or its share of the path's cap over all drives."""
     total = threads * params.io_depth
     if params.p2p_requests_per_drive is not None:
-        total = min(total, max(1, len(drive_specs(system.volume))) * params.p2p_requests_per_drive)
+        total = min(total, max(1, len(system.volume.drives)) * params.p2p_requests_per_drive)
     return total / threads
 
 
@@ -78,7 +78,7 @@ def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, p
     if params.gpu >= len(system.gpus):
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     g = system.gpus[params.gpu]
-    usage = [*read_usage(system.volume, block, params.pattern, threads * params.io_depth), (g.link_h2d, 1.0)]
+    usage = [*system.volume.usage(Access("read", block, params.pattern, threads * params.io_depth)), (g.link_h2d, 1.0)]
     per_thread = outstanding_per_thread(system, params, block, threads) * block / qd1_latency_s(system, block, params.pattern)
     start = env.now
     flows = [engine.start(f"gds.t{t}", params.size_per_thread, usage, max_rate=per_thread) for t in range(threads)]

@@ -51,8 +51,8 @@ from typing import Literal
 
 from iowatt.models.ssd import SSDSpec, closed_loop
 from iowatt.models.units import Bytes, Seconds
+from iowatt.simulator.storage import Access
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads._dataio import read_usage
 from pydantic import BaseModel, ConfigDict, Field
 
 # GIDS log (GIDS_IGBH.txt): SSD page reads in the timed 100-iteration window, IGBH-full, batch 1024, fanout 10/5/5
@@ -125,8 +125,8 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     if params.gpu >= len(system.gpus):
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     g = system.gpus[params.gpu]
-    drives = list(getattr(system.volume, "drives", []))
-    if not drives:
+    drives = system.volume.drives
+    if not drives or not all(isinstance(d.spec, SSDSpec) for d in drives):
         raise WorkloadConfigError("workload kind gnn reads features from local drives: expected system.storage with NVMe drives")
     n = len(drives)
     fetched_nodes = params.fetched_nodes_per_batch()
@@ -137,9 +137,11 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     per_drive_outstanding = min(params.in_flight() / n, params.queues * params.queue_depth)
     # pages are striped evenly, so the slowest drive sets the pace: n x its closed-loop IOPS (concurrency law);
     # the GPU's issue ceiling; the drives' own ceilings and power caps are constraints of the engine
-    slowest = min(drive_iops(d.spec, params.io_size, per_drive_outstanding) for d in drives)
+    specs = [d.spec for d in drives if isinstance(d.spec, SSDSpec)]
+    slowest = min(drive_iops(spec, params.io_size, per_drive_outstanding) for spec in specs)
     max_rate = min(n * slowest * params.io_size, params.gpu_max_iops * params.io_size)
-    agg_usage = [*read_usage(system.volume, params.io_size, "rand", int(n * per_drive_outstanding)), (g.link_h2d, 1.0)]
+    pages = Access("read", params.io_size, "rand", int(n * per_drive_outstanding))
+    agg_usage = [*system.volume.usage(pages), (g.link_h2d, 1.0)]
     phase = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
 
     def loop():
@@ -190,7 +192,7 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
         "feature_bytes": params.feature_bytes,
         "dataset_feature_TB": params.nodes * params.feature_bytes / 1e12,
         "requests_in_flight_per_drive": per_drive_outstanding,
-        "drive_iops_closed_loop": [drive_iops(d.spec, params.io_size, per_drive_outstanding) for d in drives],
+        "drive_iops_closed_loop": [drive_iops(spec, params.io_size, per_drive_outstanding) for spec in specs],
         "aggregation_rate_bound_Bps": max_rate,
     }
     return WorkloadOutcome(metrics, detail, {"ssd_read_iops_aggregation": "IOPS", "ssd_read_iops_per_drive_aggregation": "IOPS", "ssd_reads": "requests"})

@@ -1,4 +1,4 @@
-"""One SSD in the flow engine: its constraints, power meter and state.
+"""One SSD in the flow engine (the Drive contract): its constraints, power meter and state.
 
 Constraints (per drive, N = drive index):
   ssdN.link_write / ssdN.link_read   PCIe payload rate per direction
@@ -37,20 +37,22 @@ from collections.abc import Generator
 from typing import Any
 
 from iowatt.models import nand
-from iowatt.models.links import link_payload_Bps
+from iowatt.models.links import device_queue_limit, link_payload_Bps
 from iowatt.models.ssd import (
-    Pattern,
     SSDSpec,
     io_joules,
     power_cap_W,
+    queue_seconds,
     read_joules_per_byte,
     read_seconds_per_byte,
     transition_seconds,
+    unloaded_latency_s,
     write_amplification,
     write_joules_per_byte,
     write_seconds_per_byte,
 )
-from iowatt.simulator.flows import Constraint, FlowEngine, Meter
+from iowatt.simulator.flows import Constraint, FlowEngine
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage
 
 FILL_BAND = 0.01  # fill breakpoints every 1 % of user capacity
 
@@ -58,7 +60,7 @@ FILL_BAND = 0.01  # fill breakpoints every 1 % of user capacity
 class _FillState:
     """Dynamics of ssdN.write: fill level, pSLC cache use, byte counters."""
 
-    def __init__(self, drive: SSDRuntime) -> None:
+    def __init__(self, drive: SsdDrive) -> None:
         self.drive = drive
         spec = drive.spec
         self.has_slc = spec.slc_cache_max_fraction > 0.0 and spec.slc_write_MBps is not None
@@ -88,7 +90,7 @@ class _FillState:
         self.host_bytes += host * elapsed_seconds
         self.nand_bytes += nand_rate * elapsed_seconds
         d = self.drive
-        d.fill = min(1.0, d.fill + new * elapsed_seconds / d.spec.capacity_bytes)
+        d.valid_fraction = min(1.0, d.valid_fraction + new * elapsed_seconds / d.spec.capacity_bytes)
         if not self.slc_exhausted:
             self.slc_used += host * elapsed_seconds
 
@@ -115,19 +117,16 @@ class _FillState:
         engine.set_capacity(constraint, self.speed())
 
 
-class SSDRuntime:
-    """One drive in the flow engine."""
+class SsdDrive(Drive):
+    """One SSD in the flow engine."""
 
     def __init__(self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float) -> None:
         self.engine = engine
         self.name = name
         self.spec = spec
         self.power_state = power_state
-        self.fill = fill
+        self.valid_fraction = fill
         self.fill_start = fill
-        # access hints for workloads that reach the drive only through a volume
-        self.write_pattern: Pattern = "seq"
-        self.write_overwrite = False
         link = link_payload_Bps(spec.link)
         self.link_write = engine.constraint(f"{name}.link_write", link)
         self.link_read = engine.constraint(f"{name}.link_read", link)
@@ -142,12 +141,24 @@ class SSDRuntime:
         cap = power_cap_W(spec, power_state)
         self.cap_W = cap
         self.power = engine.constraint(f"{name}.power", math.inf if cap is None else cap - spec.idle_W)
-        self.meter: Meter = engine.meter(name, spec.idle_W, [(self.power, 1.0)], group="storage")
+        self.meter = engine.meter(name, spec.idle_W, [(self.power, 1.0)], group="storage")
         self._e_read = read_joules_per_byte(spec)
         self._e_write = write_joules_per_byte(spec)
         self._e_io = io_joules(spec)
 
     # ------------------------------------------------------------ state
+    @property
+    def fill(self) -> float:
+        return self.valid_fraction
+
+    @property
+    def queue_limit(self) -> int | None:
+        return device_queue_limit(self.spec.interface)
+
+    @property
+    def tracks_writes(self) -> bool:
+        return True
+
     @property
     def gc_active(self) -> bool:
         """Garbage collection runs: preconditioned drive, or every physical block programmed once."""
@@ -156,39 +167,38 @@ class SSDRuntime:
 
     def discard(self, nbytes: float) -> None:
         """TRIM of `nbytes` of user data: the fill drops (the blocks hold no valid data any more)."""
-        if nbytes < 0.0:
-            raise ValueError(f"discard: bytes must be >= 0, found {nbytes!r}")
-        self.engine.finish()  # bring the fill up to now before changing it
-        self.fill = max(0.0, self.fill - nbytes / self.spec.capacity_bytes)
+        super().discard(nbytes)
+        self.engine.sync(self.write)  # bring the fill up to now before changing it
+        self.valid_fraction = max(0.0, self.valid_fraction - nbytes / self.spec.capacity_bytes)
 
     # ------------------------------------------------------------ usage
-    def write_usage(
-        self,
-        block_bytes: float,
-        share: float = 1.0,
-        pattern: Pattern | None = None,
-        overwrite: bool | None = None,
-    ) -> list[tuple[Constraint, float]]:
-        """Constraints a host write of one byte crosses, times `share` (striping).
+    def usage(self, access: Access, share: float = 1.0) -> Usage:
+        """Constraints a host byte of `access` crosses, times `share` (striping)."""
+        if access.write:
+            return self._write_usage(access, share)
+        t = read_seconds_per_byte(self.spec, access.block_bytes, access.pattern)
+        return [
+            (self.link_read, share),
+            (self.read, share * t),
+            (self.media, share * t),
+            (self.power, share * (self._e_read + self._e_io / access.block_bytes)),
+        ]
 
-        `overwrite`: the bytes replace data already on the drive (fill does not
-        grow; random overwrites pay steady-state WA at the current fill once
-        garbage collection runs).  None takes the drive's `write_pattern` /
-        `write_overwrite` hints, which a workload sets when it can only reach the
-        drive through a volume (defaults: sequential, new data)."""
-        pattern = self.write_pattern if pattern is None else pattern
-        overwrite = self.write_overwrite if overwrite is None else overwrite
+    def _write_usage(self, access: Access, share: float) -> Usage:
+        """Writes: `overwrite` bytes replace data already on the drive (fill does not grow; random
+        overwrites pay steady-state WA at the current fill once garbage collection runs)."""
+        block, pattern, overwrite = access.block_bytes, access.pattern, access.overwrite
         self.engine.sync(self.write)  # the fill as of now, not as of the last event
         # once GC runs, every random write (new data or not) consumes blocks that GC must free from
         # randomly invalidated ones: the greedy WA applies to the whole random stream
         gc = self.gc_active and (overwrite or pattern == "rand")
-        wa = write_amplification(self.spec, block_bytes, pattern, gc, self.fill)
-        t = write_seconds_per_byte(self.spec, block_bytes, pattern, gc, self.fill)
+        wa = write_amplification(self.spec, block, pattern, gc, self.fill)
+        t = write_seconds_per_byte(self.spec, block, pattern, gc, self.fill)
         usage = [
             (self.link_write, share),
             (self.write, share * t),
             (self.media, share * t / self.state.speed()),
-            (self.power, share * (self._e_write * wa + self._e_io / block_bytes)),
+            (self.power, share * (self._e_write * wa + self._e_io / block)),
             (self.host_counter, share),
             (self.nand_counter, share * wa),
         ]
@@ -196,16 +206,14 @@ class SSDRuntime:
             usage.append((self.new_counter, share))
         return usage
 
-    def read_usage(
-        self, block_bytes: float, share: float = 1.0, pattern: Pattern = "rand"
-    ) -> list[tuple[Constraint, float]]:
-        t = read_seconds_per_byte(self.spec, block_bytes, pattern)
-        return [
-            (self.link_read, share),
-            (self.read, share * t),
-            (self.media, share * t),
-            (self.power, share * (self._e_read + self._e_io / block_bytes)),
-        ]
+    def qd1_latency_s(self, access: Access) -> float:
+        return unloaded_latency_s(self.spec, access.block_bytes, access.write)
+
+    def concurrency(self, access: Access) -> ConcurrencyLaw:
+        """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
+        read_share = 0.0 if access.write else 1.0
+        s = queue_seconds(self.spec, access.block_bytes, read_share, access.pattern, access.overwrite, self.fill)
+        return ConcurrencyLaw(self.qd1_latency_s(access), s, self.queue_limit, units=True)
 
     # ------------------------------------------------------------ power states
     def change_power_state(self, new_state: int) -> Generator[Any, Any, float]:
@@ -224,7 +232,7 @@ class SSDRuntime:
 
     # ------------------------------------------------------------ results
     def report(self) -> dict[str, float]:
-        """Fill and endurance of this drive up to now (call after engine.finish())."""
+        """Fill and endurance of this drive up to now (the engine brought up to now first)."""
         s = self.state
         wa = s.nand_bytes / s.host_bytes if s.host_bytes > 0 else 1.0
         seconds = self.engine.env.now

@@ -1,0 +1,147 @@
+"""The machine around the storage: servers (client hosts and storage servers) and GPUs,
+their configuration (pydantic) and their runtime in the flow engine.
+
+  host.cpu / host.memory             the client host's core-seconds and DRAM bandwidth per second
+  gpuN.link_d2h / gpuN.link_h2d      host<->device copies at the measured copy efficiency
+  gpuN.compute                       1 GPU-second per second; compute phases are flows on it
+  NAME.cpu / NAME.memory             a storage server's (NFS server, cluster node) CPU and DRAM
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iowatt.models import catalog
+from iowatt.models.compute import CPUSpec, GPUSpec
+from iowatt.models.links import link_payload_Bps
+from iowatt.models.units import Bytes, Watts
+from iowatt.simulator.flows import FlowEngine, Meter
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CatalogRef = str | dict[str, Any]
+
+
+def check_catalog_ref(kind: str, value: CatalogRef) -> CatalogRef:
+    try:
+        catalog.spec_from(kind, value)
+    except catalog.CatalogError as error:
+        raise ValueError(str(error)) from None
+    return value
+
+
+def parse_power_state(value: Any) -> int:
+    """'PS1' -> 1; 1 -> 1."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a power state such as 'PS1' or 1, found {value!r}")
+    if isinstance(value, int):
+        index = value
+    elif isinstance(value, str) and value.strip().upper().startswith("PS") and value.strip()[2:].isdigit():
+        index = int(value.strip()[2:])
+    elif isinstance(value, str) and value.strip().isdigit():
+        index = int(value.strip())
+    else:
+        raise ValueError(f"expected a power state such as 'PS1' or 1, found {value!r}")
+    if not 0 <= index <= 31:
+        raise ValueError(f"NVMe power states are PS0..PS31, found PS{index}")
+    return index
+
+
+class ServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec")
+    sockets: int = Field(default=1, ge=1, le=8)
+    memory: Bytes = Field(default=256e9, gt=0, description="installed DRAM")
+    base_power: Watts = Field(
+        default=150.0,
+        ge=0,
+        description="power outside CPU, GPU and storage: fans, DRAM, NICs, BMC, PSU loss "
+        "(assumed 150 W: C07 puts fans at 10-150 W and PSU waste at 100-300 W)",
+    )
+
+    @field_validator("cpu")
+    @classmethod
+    def _cpu(cls, value: CatalogRef) -> CatalogRef:
+        return check_catalog_ref("cpu", value)
+
+    def cpu_spec(self) -> CPUSpec:
+        return catalog.spec_from("cpu", self.cpu)  # type: ignore[return-value]
+
+
+class GPUConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: CatalogRef = Field(default="nvidia-h100-sxm", description="GPU catalog name or inline spec")
+    count: int = Field(default=0, ge=0, le=4096)
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: CatalogRef) -> CatalogRef:
+        return check_catalog_ref("gpu", value)
+
+    def spec(self) -> GPUSpec:
+        return catalog.spec_from("gpu", self.model)  # type: ignore[return-value]
+
+
+class GPURuntime:
+    def __init__(self, engine: FlowEngine, name: str, spec: GPUSpec) -> None:
+        self.name = name
+        self.spec = spec
+        copy = link_payload_Bps(spec.link) * spec.copy_efficiency
+        self.link_d2h = engine.constraint(f"{name}.link_d2h", copy)
+        self.link_h2d = engine.constraint(f"{name}.link_h2d", copy)
+        self.compute = engine.constraint(f"{name}.compute", 1.0)
+        self.meter = engine.meter(name, spec.idle_W, [(self.compute, spec.active_W - spec.idle_W)], group="gpu")
+
+
+class HostRuntime:
+    """The client host.  `nodes` > 1 stands for that many identical hosts as one aggregate
+    (a cluster's clients): cores, DRAM bandwidth, idle and base power scale with it."""
+
+    def __init__(self, engine: FlowEngine, config: ServerConfig, nodes: int = 1) -> None:
+        cpu = config.cpu_spec()
+        self.config = config
+        self.cpu_spec = cpu
+        self.nodes = nodes
+        self.cores = cpu.cores * config.sockets * nodes
+        self.cpu = engine.constraint("host.cpu", float(self.cores))
+        self.memory = engine.constraint("host.memory", cpu.memory_bandwidth_GBps * 1e9 * config.sockets * nodes)
+        busy_core_W = (cpu.tdp_W - cpu.idle_W) / cpu.cores
+        self.cpu_meter = engine.meter("cpu", cpu.idle_W * config.sockets * nodes, [(self.cpu, busy_core_W)], group="cpu")
+        self.base_meter = engine.meter("server_base", config.base_power * nodes, [], group="server")
+
+    @property
+    def core_speed(self) -> float:
+        """Reference-core equivalents of one of its cores (CPU costs in models.fabric are per reference core)."""
+        return float(self.cpu_spec.core_speed)
+
+
+class ServerNode:
+    """A storage server's CPU, DRAM and power (not the client host).
+
+    `cores` are reference-core equivalents (cores x CPUSpec.core_speed), so the
+    protocol CPU costs of models.fabric, stated for the reference core, apply as is."""
+
+    def __init__(self, engine: FlowEngine, name: str, cores: float, memory_Bps: float, idle_W: float,
+                 busy_core_W: float, base_W: float) -> None:
+        self.name = name
+        self.cpu = engine.constraint(f"{name}.cpu", float(cores))
+        self.memory = engine.constraint(f"{name}.memory", memory_Bps)
+        self.meter: Meter = engine.meter(f"{name}.cpu", idle_W, [(self.cpu, busy_core_W)], group="storage_server")
+        self.base_meter: Meter = engine.meter(f"{name}.base", base_W, [], group="storage_server")
+
+
+def server_node(engine: FlowEngine, name: str, config: ServerConfig) -> ServerNode:
+    cpu = config.cpu_spec()
+    # busy power per reference-core-second: a slower core is busy longer for the same work
+    return ServerNode(
+        engine,
+        name,
+        cores=cpu.cores * config.sockets * cpu.core_speed,
+        memory_Bps=cpu.memory_bandwidth_GBps * 1e9 * config.sockets,
+        idle_W=cpu.idle_W * config.sockets,
+        busy_core_W=(cpu.tdp_W - cpu.idle_W) / (cpu.cores * cpu.core_speed),
+        base_W=config.base_power,
+    )
+
+

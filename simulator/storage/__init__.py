@@ -1,0 +1,6 @@
+"""Storage in the flow engine: the Drive and Volume contract (contract.py), the drives (ssd.py,
+hdd.py), striping (striped.py) and the storage kinds (kinds/, found by registry.py)."""
+
+from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume, mix_laws
+
+__all__ = ["PAGE_BYTES", "Access", "ConcurrencyLaw", "Drive", "Usage", "Volume", "mix_laws"]

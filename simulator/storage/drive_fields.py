@@ -1,0 +1,68 @@
+"""The drives of a volume, as a scenario names them: which device, its NVMe power state, how full."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iowatt.models import catalog
+from iowatt.models.hdd import HDDSpec
+from iowatt.models.ssd import SSDSpec, power_cap_W
+from iowatt.models.units import Fraction
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.machine import CatalogRef, check_catalog_ref, parse_power_state
+from iowatt.simulator.storage.contract import Drive
+from iowatt.simulator.storage.hdd import HddDrive
+from iowatt.simulator.storage.ssd import SsdDrive
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class DriveFields(BaseModel):
+    """The drives of a volume: which device, its NVMe power state and how full it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
+    power_state: int = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
+    fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity already holding data")
+    layout_clusters: int = Field(
+        default=1, ge=1, le=1024,
+        description="hard disks: equal pieces the data lie in, spread evenly over the disk (filesystem allocation groups); "
+        "1 = contiguous from the outer edge",
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: CatalogRef) -> CatalogRef:
+        try:
+            return check_catalog_ref("ssd", value)
+        except ValueError as ssd_error:
+            try:
+                return check_catalog_ref("hdd", value)
+            except ValueError:
+                raise ssd_error from None
+
+    @field_validator("power_state", mode="before")
+    @classmethod
+    def _power_state(cls, value: Any) -> int:
+        return parse_power_state(value)
+
+    @model_validator(mode="after")
+    def _state_exists(self) -> DriveFields:
+        spec = self.device_spec()
+        if isinstance(spec, HDDSpec):
+            if self.power_state != 0:
+                raise ValueError(f"{spec.name} is a hard disk; it has no NVMe power states, found PS{self.power_state}")
+            return self
+        power_cap_W(spec, self.power_state)  # raises with the valid range
+        return self
+
+    def device_spec(self) -> SSDSpec | HDDSpec:
+        """The one catalog lookup of a drive: SSDs first, then hard disks."""
+        return catalog.drive_spec(self.device)
+
+    def build_drives(self, engine: FlowEngine, prefix: str, count: int) -> list[Drive]:
+        """`count` drive runtimes named PREFIXssdN / PREFIXhddN."""
+        spec = self.device_spec()
+        if isinstance(spec, HDDSpec):
+            return [HddDrive(engine, f"{prefix}hdd{i}", spec, self.fill, data_clusters=self.layout_clusters) for i in range(count)]
+        return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill) for i in range(count)]

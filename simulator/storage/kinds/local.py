@@ -1,0 +1,36 @@
+"""`kind: local` (the default): drives in the server; more than one are striped (RAID 0)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from iowatt.simulator.machine import CatalogRef
+from iowatt.simulator.storage.contract import Volume
+from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.registry import BuildContext, StorageKind
+from iowatt.simulator.storage.striped import StripedVolume
+from pydantic import Field
+
+
+class LocalStorageConfig(DriveFields):
+    """`kind: local` (the default): drives in the server; more than one are striped (RAID 0)."""
+
+    kind: Literal["local"] = "local"
+    count: int = Field(default=1, ge=1, le=256, description="drives; more than one are striped (RAID 0)")
+
+
+def build(ctx: BuildContext, config: LocalStorageConfig) -> Volume:
+    return StripedVolume(config.build_drives(ctx.engine, ctx.prefix, config.count))
+
+
+def _drives_bought(config: LocalStorageConfig) -> tuple[CatalogRef, int]:
+    return config.device, config.count
+
+
+KIND = StorageKind(
+    name="local",
+    config=LocalStorageConfig,
+    build=build,
+    drives_bought=_drives_bought,
+    usable_fraction=lambda _config: 1.0,  # striped: every byte holds user data
+)

@@ -1,0 +1,170 @@
+"""`kind: raid`: RAID 0/1/5/6/10 over identical drives (models.array laws).
+
+Per-drive device bytes per host byte come from models.array (small-write
+penalty, full-stripe writes, degraded reads); each member drive sees its
+pieces at its share of the outstanding requests (host requests x device I/Os
+per request / drives).  In rebuild mode a share of every involved drive's
+bottleneck resource is reserved for the rebuild stream, as a controller's
+rebuild-rate setting does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from iowatt.models import array as raid
+from iowatt.models.units import Bytes, Fraction
+from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.machine import CatalogRef
+from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.registry import BuildContext, StorageKind
+from iowatt.simulator.storage.shared import bottleneck_share, drive_usage, reserve, summed_queue_limit
+from pydantic import Field, model_validator
+
+
+class RaidStorageConfig(DriveFields):
+    """`kind: raid`: RAID 0/1/5/6/10 over `count` drives (models.array)."""
+
+    kind: Literal["raid"]
+    level: Literal[0, 1, 5, 6, 10] = Field(description="RAID level: 0, 1, 5, 6 or 10")
+    count: int = Field(ge=1, le=256, description="drives in the array")
+    stripe_unit: Bytes = Field(
+        default=512 * 1024, ge=4096, description="chunk per drive per stripe (mdadm's default chunk is 512 KiB)"
+    )
+    degraded: bool = Field(default=False, description="one drive has failed; reads of its data are reconstructed")
+    rebuild: bool = Field(default=False, description="a failed drive is being rebuilt onto a replacement (implies degraded)")
+    rebuild_share: Fraction = Field(
+        default=0.3,
+        gt=0.0,
+        lt=1.0,
+        description="share of the busiest drive's bottleneck the rebuild takes "
+        "(assumed 0.3: Broadcom MegaRAID's default rebuild rate is 30 %)",
+    )
+
+    @model_validator(mode="after")
+    def _geometry(self) -> RaidStorageConfig:
+        try:
+            raid.check_geometry(self.level, self.count)
+        except ValueError as error:
+            raise ValueError(f"count: {error}") from None
+        if self.level == 0 and (self.degraded or self.rebuild):
+            raise ValueError("degraded/rebuild: a RAID 0 array does not survive a failed drive, found level 0")
+        return self
+
+
+class RaidVolume(Volume):
+    """RAID 0/1/5/6/10 over identical drives."""
+
+    def __init__(self, engine: FlowEngine, drives: list[Drive], level: int, stripe_unit: float, degraded: bool = False,
+                 rebuild: bool = False, rebuild_share: float = 0.3) -> None:
+        raid.check_geometry(level, len(drives))
+        self.engine = engine
+        self._drives = list(drives)
+        self.level = level
+        self.stripe_unit = float(stripe_unit)
+        # the failed drive is the last one; in rebuild mode it is the replacement being written
+        self.failed: int | None = len(drives) - 1 if (degraded or rebuild) else None
+        self.rebuild_rate_Bps = 0.0
+        if rebuild:
+            self._start_rebuild(rebuild_share)
+
+    @property
+    def drives(self) -> list[Drive]:
+        return list(self._drives)
+
+    @property
+    def n(self) -> int:
+        return len(self._drives)
+
+    @property
+    def capacity_bytes(self) -> float:
+        return raid.usable_capacity_bytes(self.level, self.n, self._drives[0].capacity_bytes)
+
+    def load(self, access: Access) -> raid.ArrayLoad:
+        return raid.io_load(self.level, self.n, access.op, access.block_bytes, self.stripe_unit,
+                            sequential=access.pattern == "seq", failed=self.failed)
+
+    def usage(self, access: Access) -> Usage:
+        load = self.load(access)
+        # host requests outstanding spread over the drives, times device I/Os per request
+        piece = access.with_(block_bytes=max(load.drive_block_bytes, PAGE_BYTES),
+                             queue_depth=access.queue_depth * max(1.0, load.drive_ios) / self.n)
+        # reads inside a write are read-modify-write reads of old data/parity: random
+        reads = piece.with_(op="read", pattern=access.pattern if access.op == "read" else "rand", overwrite=False)
+        writes = piece.with_(op="write")
+        out: Usage = []
+        for i, drive in enumerate(self._drives):
+            out += drive_usage(drive, reads, load.read[i])
+            out += drive_usage(drive, writes, load.write[i])
+        return out
+
+    def qd1_latency_s(self, access: Access) -> float:
+        """The slowest drive piece; a read-modify-write reads before it writes (two phases)."""
+        load = self.load(access)
+        piece = access.with_(block_bytes=max(load.drive_block_bytes, PAGE_BYTES), queue_depth=1.0)
+        drive = self._drives[0]
+        latency = drive.qd1_latency_s(piece)
+        if access.write and load.read_total > 0.0:
+            latency += drive.qd1_latency_s(piece.with_(op="read", pattern="rand"))
+        return latency
+
+    def concurrency(self, access: Access) -> ConcurrencyLaw:
+        """The asymptotic bound N / L0 (each request goes to its drives; their reordering is in the usage);
+        the array holds as many commands as its members together."""
+        return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, summed_queue_limit(self._drives))
+
+    def discard(self, nbytes: float) -> None:
+        """Deleted files free their data and parity: each drive drops its full-stripe share."""
+        load = raid.io_load(self.level, self.n, "write", self.stripe_unit, self.stripe_unit, sequential=True)
+        for drive, share in zip(self._drives, load.write, strict=True):
+            if share > 0.0 and nbytes > 0.0:
+                drive.discard(nbytes * share)
+
+    def _start_rebuild(self, share: float) -> None:
+        """Reserve the rebuild stream: it takes `share` of the busiest involved drive's bottleneck."""
+        if self.failed is None:
+            raise ValueError("rebuild: the array has no failed drive to rebuild")
+        reads = raid.rebuild_reads(self.level, self.n, self.failed)
+        chunk_read = Access("read", self.stripe_unit, "seq")
+        usage: Usage = []
+        for i, drive in enumerate(self._drives):
+            usage += drive_usage(drive, chunk_read, reads[i])
+        usage += drive_usage(self._drives[self.failed], chunk_read.with_(op="write"), 1.0)
+        worst = bottleneck_share(usage, 1.0)
+        if worst <= 0.0:
+            return
+        self.rebuild_rate_Bps = share / worst
+        reserve(self.engine, usage, self.rebuild_rate_Bps)
+
+    def rebuild_seconds(self) -> float:
+        """Time to rebuild the whole replacement drive at the reserved rate (md rebuilds every sector)."""
+        if self.rebuild_rate_Bps <= 0.0:
+            return 0.0
+        return self._drives[0].capacity_bytes / self.rebuild_rate_Bps
+
+    def report(self) -> dict[str, object]:
+        out = super().report()
+        if self.rebuild_rate_Bps > 0.0:
+            out["rebuild_rate_GBps"] = self.rebuild_rate_Bps / 1e9
+            out["rebuild_seconds"] = self.rebuild_seconds()
+        return out
+
+
+def build(ctx: BuildContext, config: RaidStorageConfig) -> Volume:
+    drives = config.build_drives(ctx.engine, ctx.prefix, config.count)
+    return RaidVolume(ctx.engine, drives, config.level, config.stripe_unit, config.degraded, config.rebuild, config.rebuild_share)
+
+
+def _drives_bought(config: RaidStorageConfig) -> tuple[CatalogRef, int]:
+    return config.device, config.count
+
+
+KIND = StorageKind(
+    name="raid",
+    config=RaidStorageConfig,
+    build=build,
+    drives_bought=_drives_bought,
+    # RAID 5 (n-1)/n, RAID 6 (n-2)/n, RAID 1 one drive, RAID 10 half
+    usable_fraction=lambda config: raid.usable_fraction(config.level, config.count),
+)

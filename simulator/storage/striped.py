@@ -1,0 +1,79 @@
+"""Drives striped evenly (RAID 0 without a stripe-unit law): a server's local drives, a storage node's pool.
+
+Every request is split over the drives: each takes 1/n of every byte in
+pieces of block/n (at least one 4 KiB page).  A request of p = min(n,
+block / page) pieces occupies p of the n drives, so with N requests
+outstanding each drive holds N x p / n of them on average (the hard disks'
+reordering reads that queue depth; SSD usage does not depend on it).  The
+volume's latency is that of the slowest piece, and its closed-loop law the
+drives' concurrency law for one piece: each drive is a closed system holding
+every request's piece.
+
+`copies` > 1 stands for that many identical drives per runtime given (symmetric
+lumping): each runtime takes 1/(len x copies) of the bytes, its meter must count
+for `copies` drives (shared.scale_meter), and `drives` lists every runtime
+`copies` times so that counts and per-drive means stay right.
+"""
+
+from __future__ import annotations
+
+from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
+
+
+class StripedVolume(Volume):
+    def __init__(self, drives: list[Drive], copies: int = 1) -> None:
+        if not drives:
+            raise ValueError("a striped volume needs at least one drive")
+        self._unique = list(drives)
+        self.copies = int(copies)
+
+    @property
+    def drives(self) -> list[Drive]:
+        return self._unique * self.copies
+
+    @property
+    def unique_drives(self) -> list[Drive]:
+        return list(self._unique)
+
+    @property
+    def width(self) -> int:
+        """Drives a request is striped over."""
+        return len(self._unique) * self.copies
+
+    @property
+    def capacity_bytes(self) -> float:
+        return sum(d.capacity_bytes for d in self._unique) * self.copies
+
+    def piece(self, access: Access) -> Access:
+        """What each drive sees of a request: its piece, and its share of the outstanding requests."""
+        n = self.width
+        if n == 1:
+            return access
+        block = max(access.block_bytes / n, PAGE_BYTES)
+        pieces_per_request = min(float(n), max(1.0, access.block_bytes / PAGE_BYTES))
+        return access.with_(block_bytes=block, queue_depth=max(1.0, access.queue_depth * pieces_per_request / n))
+
+    def usage(self, access: Access) -> Usage:
+        share = 1.0 / self.width
+        piece = self.piece(access)
+        return [u for d in self._unique for u in d.usage(piece, share)]
+
+    def qd1_latency_s(self, access: Access) -> float:
+        piece = self.piece(access)
+        return max(d.qd1_latency_s(piece) for d in self._unique)
+
+    def concurrency(self, access: Access) -> ConcurrencyLaw:
+        """The slowest drive's law for one piece (every drive holds every request's piece)."""
+        piece = self.piece(access)
+        laws = [d.concurrency(piece) for d in self._unique]
+        limits = [law.queue_limit for law in laws if law.queue_limit is not None]
+        return ConcurrencyLaw(
+            qd1_latency_s=max(law.qd1_latency_s for law in laws),
+            queue_seconds=max(law.queue_seconds for law in laws),
+            queue_limit=min(limits) if limits else None,
+            units=all(law.units for law in laws),
+        )
+
+    def discard(self, nbytes: float) -> None:
+        for drive in self._unique:
+            drive.discard(nbytes / self.width)
