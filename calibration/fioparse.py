@@ -11,38 +11,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+from iowatt.models.units import UnitError, fio_size_bytes
+
 
 class FioParseError(ValueError):
     pass
 
 
-SIZE_SUFFIXES = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kb": 1024,
-    "ki": 1024,
-    "kib": 1024,
-    "m": 1 << 20,
-    "mb": 1 << 20,
-    "mi": 1 << 20,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gb": 1 << 30,
-    "gib": 1 << 30,
-}
 
 
 def size_bytes(text: str | int) -> int:
-    """fio sizes: 4k, 1M, 131072 (binary multiples, fio's default)."""
-    if isinstance(text, int):
-        return text
-    raw = str(text).strip().lower()
-    number = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
-    suffix = raw[len(number) :]
-    if not number or suffix not in SIZE_SUFFIXES:
-        raise FioParseError(f"cannot read the size {text!r}")
-    return int(float(number) * SIZE_SUFFIXES[suffix])
+    """fio sizes: 4k, 1M, 131072 (models.units.fio_size_bytes, fio's default kb_base=1024)."""
+    try:
+        return int(fio_size_bytes(text))
+    except UnitError as error:
+        raise FioParseError(f"cannot read the size {text!r}: {error}") from None
 
 
 def load_document(text: str, name: str = "fio output") -> dict[str, Any]:

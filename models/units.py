@@ -167,3 +167,34 @@ GiB = 2.0**30
 MiB = 2.0**20
 KiB = 2.0**10
 WH = 3600.0
+
+
+# fio's own size syntax (job files, fio's JSON options), apart from the scenario files' units above.
+# fio's `kb_base` (fio(1), "kb_base=int"): 1024, the default "compatibility mode", reads SI-looking
+# prefixes as powers of two (k, kb, m, mb, ...: 1 KB = 1024 B) and IEC prefixes as powers of ten
+# (1 KiB = 1000 B), the inversion fio keeps so old job files read the same; kb_base=1000 reads both
+# as their standards say (1 kB = 1000 B, 1 KiB = 1024 B).  A bare number is bytes.
+_FIO_LETTERS = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_FIO_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*$")
+
+
+def fio_size_bytes(text: str | int | float, kb_base: int = 1024) -> float:
+    """Bytes of a fio size ("128k", "1M", "4KiB", "1t", 4096) under fio's `kb_base` convention (1024 or 1000)."""
+    if kb_base not in (1000, 1024):
+        raise UnitError(f"kb_base: expected 1000 or 1024, found {kb_base!r}")
+    if isinstance(text, bool):
+        raise UnitError(f"expected a fio size such as 128k or 1M, found {text!r}")
+    if isinstance(text, int | float):
+        return float(text)
+    match = _FIO_SIZE.match(str(text))
+    if match is None:
+        raise UnitError(f"expected a fio size such as 128k or 1M, found {text!r}")
+    number, suffix = float(match.group(1)), match.group(2).lower()
+    if suffix in ("", "b"):
+        return number
+    letter, rest = suffix[0], suffix[1:]
+    if letter not in _FIO_LETTERS or rest not in ("", "b", "ib"):
+        raise UnitError(f"expected a fio size suffix (k, m, g, t, p, optionally with B or iB), found {match.group(2)!r} in {text!r}")
+    iec = rest == "ib"
+    binary = iec if kb_base == 1000 else not iec
+    return number * (1024.0 if binary else 1000.0) ** _FIO_LETTERS[letter]

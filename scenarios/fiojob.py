@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from iowatt.models.units import UnitError, fio_size_bytes
 from iowatt.scenarios.loader import ScenarioError
 
 # fio option -> FioParams field, for options taken as they are
@@ -40,28 +41,17 @@ IGNORED = {
     "disable_slat", "gtod_reduce", "unified_rw_reporting", "kb_base", "fallocate", "end_fsync", "create_on_open",
 }
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([A-Za-z%]*)\s*$")
-_POW2 = {"": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30, "t": 2**40, "tb": 2**40, "p": 2**50, "pb": 2**50}
-_POW10 = {"kib": 1e3, "mib": 1e6, "gib": 1e9, "tib": 1e12, "pib": 1e15}
 _TIME = {"": 1.0, "s": 1.0, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_fio_size(text: str, option: str, where: str, kb_base: int = 1024) -> float:
-    match = _NUMBER.match(text)
-    if match is None:
-        raise ScenarioError(f"{where}: {option}: expected a size such as 128k or 1000G, found {text!r}")
-    number, suffix = float(match.group(1)), match.group(2).lower()
-    if suffix == "%":
+    """A size option of the job file (models.units.fio_size_bytes: fio's kb_base convention)."""
+    if text.strip().endswith("%"):
         raise ScenarioError(f"{where}: {option}: percentages of the device are not supported, found {text!r}; give a size")
-    pow2: dict[str, float] = dict(_POW2)
-    pow10: dict[str, float] = dict(_POW10)
-    if kb_base == 1000:
-        pow2 = {"": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-        pow10 = {"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12}
-    if suffix in pow2:
-        return number * pow2[suffix]
-    if suffix in pow10:
-        return number * pow10[suffix]
-    raise ScenarioError(f"{where}: {option}: unknown size suffix {match.group(2)!r} in {text!r} (k, m, g, t)")
+    try:
+        return fio_size_bytes(text, kb_base)
+    except UnitError as error:
+        raise ScenarioError(f"{where}: {option}: {error}") from None
 
 
 def parse_fio_time(text: str, option: str, where: str) -> float:

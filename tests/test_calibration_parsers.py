@@ -106,8 +106,10 @@ def test_job_that_failed_is_refused():
         parse(document)
 
 
-@pytest.mark.parametrize(("text", "value"), [("4k", 4096), ("1M", 1 << 20), ("128KiB", 131072), ("131072", 131072), (512, 512), ("1g", 1 << 30)])
-def test_fio_sizes_are_binary(text, value):
+@pytest.mark.parametrize(("text", "value"), [("4k", 4096), ("1M", 1 << 20), ("128KiB", 128000), ("131072", 131072), (512, 512), ("1g", 1 << 30)])
+def test_fio_sizes_follow_fios_default_kb_base(text, value):
+    """Oracle: fio(1), kb_base=1024 (the default compatibility mode): SI-looking prefixes are powers of
+    two and IEC prefixes powers of ten, so '128KiB' in fio output is 128,000 bytes."""
     assert size_bytes(text) == value
 
 

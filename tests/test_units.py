@@ -62,3 +62,27 @@ def test_bad_sizes_say_what_was_expected_and_found(bad):
 def test_decimal_prefixes_scale_by_powers_of_1000(number, unit):
     factor = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
     assert parse_bytes(f"{number!r} {unit}") == pytest.approx(number * factor, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "kb_base", "expected"),
+    [
+        ("128k", 1024, 131072), ("128K", 1024, 131072), ("128KB", 1024, 131072), ("128KiB", 1024, 128000),
+        ("1m", 1024, 2**20), ("1t", 1024, 2**40), ("2p", 1024, 2 * 2**50), ("4096", 1024, 4096), ("512b", 1024, 512),
+        ("128k", 1000, 128000), ("128kB", 1000, 128000), ("128KiB", 1000, 131072), ("1MiB", 1000, 2**20), ("1t", 1000, 1e12),
+    ],
+)
+def test_fio_sizes_follow_kb_base(text, kb_base, expected):
+    """Oracle: fio(1) `kb_base`: 1024 (default) reads k/KB as 1024 and KiB as 1000 (compatibility
+    inversion); 1000 reads kB as 1000 and KiB as 1024, as IEC 80000-13 says."""
+    from iowatt.models.units import fio_size_bytes
+
+    assert fio_size_bytes(text, kb_base) == expected
+
+
+@pytest.mark.parametrize("text", ["12x", "k", "1 kibibyte", "1kk", ""])
+def test_bad_fio_sizes_are_refused_with_what_was_found(text):
+    from iowatt.models.units import UnitError, fio_size_bytes
+
+    with pytest.raises(UnitError, match="found"):
+        fio_size_bytes(text)
