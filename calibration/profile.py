@@ -55,38 +55,29 @@ def profile_name(output: Path) -> str:
     return name or "calibrated"
 
 
-def build(
-    name: str,
-    base_name: str,
-    bundle_path: str,
-    manifest: Any,
-    result: FitResult,
-    holdout: list[str],
-    training: list[str],
-    seed: int,
-    fraction: float,
-    measured: dict[str, tuple[float, str]] | None = None,
-) -> dict[str, Any]:
-    """The profile document.  `measured`: fields read off the machine (value, source), e.g. the capacity from the inventory."""
-    from iowatt.models import catalog
-
-    base = catalog.lookup("ssd", base_name)
-    src = f"{bundle_path} (manifest {manifest.id})"
-    fields: dict[str, Any] = {}
-    values = base.spec.model_dump(mode="json")
+def _fitted_values(values: dict[str, Any], result: FitResult) -> tuple[dict[str, Any], set[str]]:
+    """The fit's values, with active powers from the fitted energy per byte where the bundle had power; and
+    the set of fields the bundle calibrated."""
     fitted = dict(result.values)
     power = result.power or {}
     if "read_J_per_byte" in power and "seq_read_MBps" in result.informed:
         fitted["active_read_W"] = values["idle_W"] + max(power["read_J_per_byte"], 0.0) * fitted["seq_read_MBps"] * 1e6
     if "write_J_per_byte" in power and "seq_write_MBps" in result.informed:
         fitted["active_write_W"] = values["idle_W"] + max(power["write_J_per_byte"], 0.0) * fitted["seq_write_MBps"] * 1e6
-    calibrated = (
-        set(result.informed) | ({"active_read_W"} if "active_read_W" in fitted else set()) | ({"active_write_W"} if "active_write_W" in fitted else set())
-    )
-    for key, value in values.items():
+    calibrated = set(result.informed) | {k for k in ("active_read_W", "active_write_W") if k in fitted}
+    return fitted, calibrated
+
+
+def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, result: FitResult, training: list[str],
+                  fitted: dict[str, Any], calibrated: set[str], measured: dict[str, tuple[float, str]]) -> dict[str, Any]:
+    """Every SSDSpec field with its provenance: measured on the machine, calibrated by the fit, or the base drive's."""
+    src = f"{bundle_path} (manifest {manifest.id})"
+    power = result.power or {}
+    fields: dict[str, Any] = {}
+    for key, value in base.spec.model_dump(mode="json").items():
         if key == "name":
             continue
-        if measured and key in measured:
+        if key in measured:
             fields[key] = {"v": _number(measured[key][0]), "p": "measured", "src": measured[key][1]}
             continue
         if key in calibrated:
@@ -116,6 +107,27 @@ def build(
         "src": bundle_path,
         "note": "the fit compared writes acknowledged from a buffer with writes that queue on the units, and kept the better",
     }
+    return fields
+
+
+def build(
+    name: str,
+    base_name: str,
+    bundle_path: str,
+    manifest: Any,
+    result: FitResult,
+    holdout: list[str],
+    training: list[str],
+    seed: int,
+    fraction: float,
+    measured: dict[str, tuple[float, str]] | None = None,
+) -> dict[str, Any]:
+    """The profile document.  `measured`: fields read off the machine (value, source), e.g. the capacity from the inventory."""
+    from iowatt.models import catalog
+
+    base = catalog.lookup("ssd", base_name)
+    fitted, calibrated = _fitted_values(base.spec.model_dump(mode="json"), result)
+    fields = _entry_fields(base, base_name, bundle_path, manifest, result, training, fitted, calibrated, measured or {})
     uncertainty = {
         k: {"value": _number(result.values[k]), "rel_stderr": _number(result.rel_stderr[k]), "stderr": _number(result.values[k] * result.rel_stderr[k])}
         for k in result.informed
@@ -143,7 +155,7 @@ def build(
             "calibrated": sorted(calibrated),
             "not_informed": dict(sorted(result.not_informed.items())),
             "uncertainty": uncertainty,
-            "power": power or None,
+            "power": result.power or None,
             "fit": {"training_jobs": len(training), "dof": result.dof, "cost": _number(result.cost), "s": _number(result.s)},
             "holdout": {"fraction": fraction, "seed": seed, "jobs": sorted(holdout)},
             "training": sorted(training),
