@@ -76,12 +76,6 @@ def usable_capacity_bytes(level: int, drives: int, drive_bytes: float) -> float:
     return data_drives(level, drives) * drive_bytes
 
 
-def fault_tolerance(level: int, drives: int) -> int:
-    """Drive failures the array survives in every case."""
-    check_geometry(level, drives)
-    return {0: 0, 1: drives - 1, 10: 1, 5: 1, 6: 2}[level]
-
-
 def full_stripe_bytes(level: int, drives: int, stripe_unit: float) -> float:
     """User bytes in one full stripe (a write of this size, aligned, needs no reads)."""
     return data_drives(level, drives) * stripe_unit
