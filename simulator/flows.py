@@ -52,7 +52,17 @@ _BATCH_PRIORITY = 2
 
 
 class FlowEngine:
-    """Weighted max-min fair fluid flows on a SimPy environment."""
+    """Weighted max-min fair fluid flows on a SimPy environment.
+
+    Lifecycle: build (constraint, meter) -> run (start/transfer, set_capacity,
+    then `run`, which runs the environment and settles) -> read.  Between
+    events the engine keeps flows, constraint states and meters at the instant
+    they last changed; `settle` brings all of them to now and is the point
+    where results (energy, bytes delivered, drive state) are read.  It is
+    idempotent at one instant, so the run driver (simulator/run.py) settles
+    once more after a workload returns at no cost.  `sync` brings one
+    constraint's state forward when a workload needs one drive's state now.
+    """
 
     def __init__(self, env: simpy.Environment, *, record: bool = False) -> None:
         self.env = env
@@ -167,8 +177,13 @@ class FlowEngine:
     def active_flows(self) -> list[Flow]:
         return list(self._active)
 
-    def finish(self) -> None:
-        """Integrate every meter and every constraint state up to now."""
+    def run(self, until: float | simpy.Event | None = None) -> None:
+        """Run the environment (SimPy's `until`), then settle: results are readable after it."""
+        self.env.run(until=until)
+        self.settle()
+
+    def settle(self) -> None:
+        """Bring every constraint state, flow and meter up to now: the point where results are read."""
         now = self.env.now
         for c in self.constraints.values():
             self._advance_constraint(c)
@@ -367,8 +382,7 @@ class FlowEngine:
 
 def run_until_idle(env: simpy.Environment, engine: FlowEngine, until: float | None = None) -> None:
     """Run the environment, then close the books on every meter."""
-    env.run(until=until)
-    engine.finish()
+    engine.run(until)
     if engine.active_flows and until is None:
         names = ", ".join(f.name for f in engine.active_flows[:5])
         raise EngineError(f"simulation stalled with flows still moving (a zero capacity?): {names}")

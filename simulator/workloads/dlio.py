@@ -368,7 +368,7 @@ def simulate(
             epoch_time[epoch] = env.now - start
 
     env.process(main())
-    env.run()
+    engine.run()
     return {
         "cfg": cfg,
         "steps": steps,
@@ -518,7 +518,6 @@ def run(ctx: RunContext, params: DlioParams) -> WorkloadOutcome:
         metrics["max_accelerators_at_au_target"] = float(best)
         detail["au_search"] = {"columns": ["accelerators", "train_au_percentage"], "rows": trials, "steps_per_run": params.search_steps}
     # power efficiency as the Micron 6550 ION brief compares drives: DLIO MB/s per watt of SSD power
-    ctx.engine.finish()
     storage_J = sum(m.energy_J for m in ctx.engine.meters.values() if m.group == "storage")
     if sim_time > 0 and storage_J > 0:
         metrics["train_io_MB_per_second_per_ssd_W"] = metrics["train_io_mean_MB_per_second"] / (storage_J / sim_time)

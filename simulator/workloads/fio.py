@@ -224,7 +224,7 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
                 remaining -= amount
                 job_end[j] = env.now
                 if rs < 1.0:
-                    engine.finish()
+                    engine.settle()  # a time series of results: read the drives' fill and bytes delivered now
                     fill_trace.append((env.now, mean_fill(), sum(f.delivered for fl in flows for f in fl) * (1 - rs)))
 
     fill_trace.append((0.0, mean_fill(), 0.0))
@@ -242,8 +242,7 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
             engine.set_capacity(gate, 0.0)
             stop.succeed()
 
-    env.run(until=env.process(control()))
-    engine.finish()
+    engine.run(until=env.process(control()))
     end = env.now
     elapsed_job = [(end if stop.triggered else job_end[j]) - start for j in range(params.numjobs)]
     moved = [sum(f.delivered for f in fl) for fl in flows]
