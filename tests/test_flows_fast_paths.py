@@ -2,7 +2,7 @@
 
 simulator/maxmin.py allocates large components with numpy (`_progressive_filling_vector`)
 and simulator/flows.py keeps the latest large component up to date across starts and ends
-(`_LargeComponent`) instead of searching the graph again.  Oracle: the
+(`component_cache.LargeComponent`) instead of searching the graph again.  Oracle: the
 scalar path in the same module (`_progressive_filling_scalar`, and a fresh
 breadth-first search) on the same inputs.  Both paths are forced on small
 random networks by lowering VECTOR_MIN_FLOWS to 1, so every component takes
