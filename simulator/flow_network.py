@@ -90,8 +90,6 @@ class Flow:
     """An amount moving at a rate through constraints; `done` fires when it is delivered."""
 
     __slots__ = (
-        "_coefs",
-        "_cols",
         "amount",
         "done",
         "end_time",
@@ -105,6 +103,8 @@ class Flow:
         "tag",
         "token",
         "usage",
+        "usage_coefs",
+        "usage_cols",
         "weight",
     )
 
@@ -135,8 +135,8 @@ class Flow:
         self.index = index
         self.tag = tag
         # usage as arrays of constraint indices and coefficients, built on first vectorised allocation
-        self._cols: np.ndarray | None = None
-        self._coefs: np.ndarray | None = None
+        self.usage_cols: np.ndarray | None = None
+        self.usage_coefs: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"Flow({self.name!r}, remaining={self.remaining:g}/{self.amount:g}, rate={self.rate:g})"

@@ -44,10 +44,10 @@ class ArraysSource(Protocol):
 
 
 def _flow_arrays(f: Flow) -> tuple[np.ndarray, np.ndarray]:
-    if f._cols is None:
-        f._cols = np.array([c.index for c in f.usage], dtype=np.int64)
-        f._coefs = np.array(list(f.usage.values()), dtype=np.float64)
-    return f._cols, f._coefs  # type: ignore[return-value]
+    if f.usage_cols is None:
+        f.usage_cols = np.array([c.index for c in f.usage], dtype=np.int64)
+        f.usage_coefs = np.array(list(f.usage.values()), dtype=np.float64)
+    return f.usage_cols, f.usage_coefs  # type: ignore[return-value]
 
 
 def usage_arrays(flows: list[Flow]) -> UsageArrays:

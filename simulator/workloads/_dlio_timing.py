@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import simpy
 from iowatt.simulator.flows import Constraint, FlowEngine
+from iowatt.simulator.machine import GPURuntime
 from iowatt.simulator.storage import Access, ConcurrencyLaw, Usage
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import WorkloadConfigError
@@ -192,7 +193,7 @@ class _Training:
     """The trainers and their loader workers for one run; fills a DlioRun."""
 
     def __init__(self, env: simpy.Environment, engine: FlowEngine, path: _ReadPath, params: DlioParams,
-                 out: DlioRun, batch_bytes: np.ndarray, gpus: list, keep_steps: bool) -> None:
+                 out: DlioRun, batch_bytes: np.ndarray, gpus: list[GPURuntime], keep_steps: bool) -> None:
         self.env, self.engine, self.path, self.params, self.out = env, engine, path, params, out
         self.batch_bytes = batch_bytes
         self.gpus = gpus
