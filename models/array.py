@@ -76,12 +76,6 @@ def usable_capacity_bytes(level: int, drives: int, drive_bytes: float) -> float:
     return data_drives(level, drives) * drive_bytes
 
 
-def fault_tolerance(level: int, drives: int) -> int:
-    """Drive failures the array survives in every case."""
-    check_geometry(level, drives)
-    return {0: 0, 1: drives - 1, 10: 1, 5: 1, 6: 2}[level]
-
-
 def full_stripe_bytes(level: int, drives: int, stripe_unit: float) -> float:
     """User bytes in one full stripe (a write of this size, aligned, needs no reads)."""
     return data_drives(level, drives) * stripe_unit
@@ -125,6 +119,45 @@ def _partial_write(d: int, p: int, k: int, b: float, c: float) -> tuple[float, f
     return rmw_read, write, 2 * (k + p)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One request against one array geometry, as io_load's cases need it."""
+
+    level: int
+    n: int                 # drives
+    d: int                 # data drives
+    p: int                 # parity drives
+    b: float               # request bytes
+    su: float              # stripe unit, bytes
+    chunks: int            # chunks the request touches
+    block: float           # bytes of each drive request
+    failed: int | None
+    sequential: bool
+
+    @property
+    def everyone(self) -> list[int]:
+        return list(range(self.n))
+
+    @property
+    def survivors(self) -> list[int]:
+        return [i for i in range(self.n) if i != self.failed]
+
+    @property
+    def zeros(self) -> tuple[float, ...]:
+        return (0.0,) * self.n
+
+    @property
+    def whole_stripes(self) -> bool:
+        return self.sequential or self.b >= full_stripe_bytes(self.level, self.n, self.su)
+
+    def even(self, total: float, over: list[int]) -> tuple[float, ...]:
+        """`total` spread evenly over the drives `over`."""
+        out = [0.0] * self.n
+        for i in over:
+            out[i] = total / len(over)
+        return tuple(out)
+
+
 def io_load(
     level: int,
     drives: int,
@@ -152,63 +185,63 @@ def io_load(
     b = float(request_bytes)
     su = float(stripe_unit)
     d = data_drives(level, n)
-    p = parity_drives(level, n)
     chunks = min(d, max(1, math.ceil(b / su))) if level in (0, 5, 6) else max(1, math.ceil(b / su))
-    block = min(b, su)
-    zeros = [0.0] * n
-    survivors = [i for i in range(n) if i != failed]
+    r = _Request(level, n, d, parity_drives(level, n), b, su, chunks, min(b, su), failed, sequential)
+    return _read_load(r) if op == "read" else _write_load(r)
 
-    def even(total: float, over: list[int]) -> tuple[float, ...]:
-        out = list(zeros)
-        for i in over:
-            out[i] = total / len(over)
-        return tuple(out)
 
-    everyone = list(range(n))
-    if op == "read":
-        if failed is None:
-            return ArrayLoad(even(1.0, everyone), tuple(zeros), block, float(chunks))
-        if level == 1:
-            return ArrayLoad(even(1.0, survivors), tuple(zeros), block, float(chunks))
-        if level == 10:
-            partner = failed ^ 1  # pairs (0,1), (2,3), ...
-            out = [1.0 / n] * n
-            out[failed] = 0.0
-            out[partner] = 2.0 / n
-            return ArrayLoad(tuple(out), tuple(zeros), block, float(chunks))
-        # RAID 5/6
-        if sequential or b >= full_stripe_bytes(level, n, su):
-            # whole stripes: the missing data chunk is replaced by a parity chunk
-            return ArrayLoad(even(1.0, survivors), tuple(zeros), block, float(chunks) * n / (n - 1))
-        # a chunk on the failed drive (probability 1/n per byte) costs d chunk reads
-        total = (n - 1) / n + d / n
-        return ArrayLoad(even(total, survivors), tuple(zeros), block, chunks * total)
+def _read_load(r: _Request) -> ArrayLoad:
+    n, block, chunks, failed = r.n, r.block, r.chunks, r.failed
+    if failed is None:
+        return ArrayLoad(r.even(1.0, r.everyone), r.zeros, block, float(chunks))
+    if r.level == 1:
+        return ArrayLoad(r.even(1.0, r.survivors), r.zeros, block, float(chunks))
+    if r.level == 10:
+        partner = failed ^ 1  # pairs (0,1), (2,3), ...
+        out = [1.0 / n] * n
+        out[failed] = 0.0
+        out[partner] = 2.0 / n
+        return ArrayLoad(tuple(out), r.zeros, block, float(chunks))
+    # RAID 5/6
+    if r.whole_stripes:
+        # whole stripes: the missing data chunk is replaced by a parity chunk
+        return ArrayLoad(r.even(1.0, r.survivors), r.zeros, block, float(chunks) * n / (n - 1))
+    # a chunk on the failed drive (probability 1/n per byte) costs d chunk reads
+    total = (n - 1) / n + r.d / n
+    return ArrayLoad(r.even(total, r.survivors), r.zeros, block, chunks * total)
 
-    # ---- writes
-    if level == 0:
-        return ArrayLoad(tuple(zeros), even(1.0, everyone), block, float(chunks))
-    if level == 1:
-        over = survivors if failed is not None else everyone
-        return ArrayLoad(tuple(zeros), tuple(1.0 if i in over else 0.0 for i in range(n)), block, float(len(over) * chunks))
-    if level == 10:
+
+def _write_load(r: _Request) -> ArrayLoad:
+    n, d, block, chunks, failed = r.n, r.d, r.block, r.chunks, r.failed
+    if r.level == 0:
+        return ArrayLoad(r.zeros, r.even(1.0, r.everyone), block, float(chunks))
+    if r.level == 1:
+        over = r.survivors if failed is not None else r.everyone
+        return ArrayLoad(r.zeros, tuple(1.0 if i in over else 0.0 for i in range(n)), block, float(len(over) * chunks))
+    if r.level == 10:
         out = [2.0 / n] * n
         ios = 2.0
         if failed is not None:
             out[failed] = 0.0
             ios = 2.0 - 2.0 / n  # a request lands on the degraded pair with probability 2/n and writes once
-        return ArrayLoad(tuple(zeros), tuple(out), block, ios * chunks)
+        return ArrayLoad(r.zeros, tuple(out), block, ios * chunks)
     # RAID 5/6
-    if sequential or b >= full_stripe_bytes(level, n, su):
+    if r.whole_stripes:
         if failed is None:
-            return ArrayLoad(tuple(zeros), even(n / d, everyone), block, chunks * n / d)
-        return ArrayLoad(tuple(zeros), even((n - 1) / d, survivors), block, chunks * (n - 1) / d)
-    c = min(b, su)  # bytes of each touched chunk (and of each parity range)
-    k = chunks
+            return ArrayLoad(r.zeros, r.even(n / d, r.everyone), block, chunks * n / d)
+        return ArrayLoad(r.zeros, r.even((n - 1) / d, r.survivors), block, chunks * (n - 1) / d)
+    c = min(r.b, r.su)  # bytes of each touched chunk (and of each parity range)
     if failed is None:
-        read, written, ios = _partial_write(d, p, k, b, c)
-        return ArrayLoad(even(read / b, everyone), even(written / b, everyone), c, ios)
-    # degraded partial write (k = 1 chunk for the closed forms; larger ones use the same weights):
-    # the failed drive holds a touched data chunk (k/n), a parity chunk (p/n) or an untouched chunk
+        read, written, ios = _partial_write(d, r.p, chunks, r.b, c)
+        return ArrayLoad(r.even(read / r.b, r.everyone), r.even(written / r.b, r.everyone), c, ios)
+    return _degraded_partial_write(r, c)
+
+
+def _degraded_partial_write(r: _Request, c: float) -> ArrayLoad:
+    """A RAID 5/6 partial-stripe write with one drive failed (k = 1 chunk for the closed forms; larger ones
+    use the same weights): the failed drive holds a touched data chunk (k/n), a parity chunk (p/n) or an
+    untouched chunk."""
+    n, d, p, k, b = r.n, r.d, r.p, r.chunks, r.b
     w_target, w_parity, w_other = k / n, p / n, (n - k - p) / n
     # target lost: reconstruct-write from the d-k untouched chunks, write the p parity ranges
     t_read, t_write, t_ios = (d - k) * c, b - c + p * c, (d - k) + (k - 1) + p
@@ -222,7 +255,7 @@ def io_load(
     read = w_target * t_read + w_parity * q_read + w_other * o_read
     written = w_target * t_write + w_parity * q_write + w_other * o_write
     ios = w_target * t_ios + w_parity * q_ios + w_other * o_ios
-    return ArrayLoad(even(read / b, survivors), even(written / b, survivors), c, ios)
+    return ArrayLoad(r.even(read / b, r.survivors), r.even(written / b, r.survivors), c, ios)
 
 
 def rebuild_reads(level: int, drives: int, failed: int) -> tuple[float, ...]:

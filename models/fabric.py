@@ -32,7 +32,6 @@ from iowatt.models.links import (
 
 FabricName = Literal["ib-edr", "ib-hdr", "ib-ndr", "100gbe", "200gbe", "400gbe"]
 FABRICS: tuple[str, ...] = ("ib-edr", "ib-hdr", "ib-ndr", "100gbe", "200gbe", "400gbe")
-StorageProtocol = Literal["nfs-tcp", "nfs-rdma", "nvmeof-tcp", "nvmeof-rdma"]
 
 # IPoIB (RFC 4391 datagram mode): 4-byte IPoIB header + IPv4 20 + TCP 20 inside a 4096-B IB MTU
 IPOIB_HEADER_BYTES = 4 + 40

@@ -160,10 +160,6 @@ def seek_seconds(spec: HDDSpec, distance: float | np.ndarray, write: bool = Fals
     return np.where(d > 0.0, t, 0.0)
 
 
-def full_stroke_seek_seconds(spec: HDDSpec) -> float:
-    return float(seek_seconds(spec, 1.0))
-
-
 def rotational_latency_seconds(spec: HDDSpec) -> float:
     """Mean rotational latency: half a revolution, 30 / RPM."""
     return 30.0 / spec.rpm

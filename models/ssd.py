@@ -193,11 +193,6 @@ def front_end_seconds(spec: SSDSpec) -> float:
     return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_ceiling_iops)[0]
 
 
-def per_op_seconds(bandwidth_Bps: float, iops_4k: float) -> float:
-    """Per-command cost of the two-point fit (kept for callers of the old law)."""
-    return two_point_fit(bandwidth_Bps, iops_4k)[0]
-
-
 def read_stream_Bps(spec: SSDSpec) -> float:
     return two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_ceiling_iops)[1]
 

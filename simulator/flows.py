@@ -14,6 +14,10 @@ recompute; only the connected component of flows that share a constraint
 with what changed is recomputed; each component keeps one pending SimPy
 event, and stale events are recognised by a token that recomputes retire.
 
+The parts live in simulator/flow_network.py, the allocation in
+simulator/maxmin.py and the cache of the latest large component in
+simulator/component_cache.py; this module moves them forward in time.
+
 Power meters are linear in constraint loads (idle + sum k x load), hence
 piecewise constant too, and are integrated exactly at every change.
 """
@@ -21,283 +25,44 @@ piecewise constant too, and are integrated exactly at every change.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Protocol
+from collections.abc import Iterable, Mapping
 
-import numpy as np
 import simpy
+from iowatt.simulator import maxmin
+from iowatt.simulator.component_cache import LargeComponent
+from iowatt.simulator.flow_network import (
+    REL_EPS,
+    TIME_EPS,
+    ComponentToken,
+    Constraint,
+    Dynamics,
+    EngineError,
+    EngineStats,
+    Flow,
+    Meter,
+    by_index,
+)
+
+__all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "FlowEngine", "Meter", "run_until_idle"]
 
 # Recompute after every ordinary event at the same instant (SimPy orders the
 # queue by (time, priority, id); URGENT=0, NORMAL=1), so all the flows that
 # processes start "now" are allocated together.
 _BATCH_PRIORITY = 2
-# Relative tolerances: a constraint is tight when its residual is below this
-# share of its capacity; a flow is done when its remainder is below this share
-# of its amount or would take less than _TIME_EPS seconds.
-_REL_EPS = 1e-9
-_TIME_EPS = 1e-9
-# Components with at least this many flows are allocated with numpy arrays
-# (the same progressive filling, vectorised); smaller ones stay on the pure
-# Python path, which is faster below this size (measured with
-# benchmarks/run.py row 6: ~20 us of numpy call overhead per round).
-VECTOR_MIN_FLOWS = 48
-_by_index = attrgetter("index")
-
-
-class EngineError(RuntimeError):
-    """A flow network that cannot make progress or was built wrongly."""
-
-
-class Dynamics(Protocol):
-    """State of a device that changes a constraint's capacity at breakpoints.
-
-    Between events the constraint's load is constant, so the state evolves
-    linearly and the engine can ask when the next breakpoint comes.
-    """
-
-    def advance(self, elapsed_seconds: float, load: float) -> None:
-        """Move the state forward by `elapsed_seconds` at constant `load` (units/s).
-
-        The engine never advances past the breakpoint it was last told of; when a
-        step reaches it, `on_breakpoint` follows at once."""
-
-    def seconds_to_breakpoint(self, load: float) -> float:
-        """Seconds until the capacity changes at this load (math.inf if never)."""
-
-    def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
-        """Called when the breakpoint is reached; typically calls engine.set_capacity."""
-
-
-class Constraint:
-    """A shared resource with a capacity in units per second."""
-
-    __slots__ = ("capacity", "dynamics", "flows", "index", "last_time", "load", "meters", "name")
-
-    def __init__(self, name: str, capacity: float, dynamics: Dynamics | None = None, index: int = 0) -> None:
-        if not (capacity >= 0.0) or math.isnan(capacity):
-            raise EngineError(f"constraint {name!r}: capacity must be >= 0, found {capacity!r}")
-        self.name = name
-        self.capacity = float(capacity)
-        # flow -> coefficient; a dict keeps insertion order, so runs are deterministic
-        self.flows: dict[Flow, float] = {}
-        self.load = 0.0
-        self.dynamics = dynamics
-        self.last_time = 0.0
-        self.meters: list[Meter] = []
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"Constraint({self.name!r}, capacity={self.capacity:g}, load={self.load:g})"
-
-
-class _Token:
-    """Identity of one scheduled component event; retired when the component is recomputed."""
-
-    __slots__ = ("constraints", "dynamic", "flows", "valid")
-
-    def __init__(self, flows: list[Flow], constraints: list[Constraint], dynamic: list[Constraint]) -> None:
-        self.valid = True
-        self.flows = flows
-        self.constraints = constraints
-        self.dynamic = dynamic  # the constraints with Dynamics: the only ones whose state must be advanced
-
-
-class Flow:
-    """An amount moving at a rate through constraints; `done` fires when it is delivered."""
-
-    __slots__ = (
-        "_coefs",
-        "_cols",
-        "amount",
-        "done",
-        "end_time",
-        "index",
-        "last_time",
-        "max_rate",
-        "name",
-        "rate",
-        "remaining",
-        "start_time",
-        "tag",
-        "token",
-        "usage",
-        "weight",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        amount: float,
-        usage: dict[Constraint, float],
-        weight: float,
-        max_rate: float | None,
-        done: simpy.Event,
-        now: float,
-        index: int,
-        tag: object = None,
-    ) -> None:
-        self.name = name
-        self.amount = float(amount)
-        self.remaining = float(amount)
-        self.usage = usage
-        self.weight = float(weight)
-        self.max_rate = max_rate
-        self.rate = 0.0
-        self.last_time = now
-        self.done = done
-        self.token: _Token | None = None
-        self.start_time = now
-        self.end_time: float | None = None
-        self.index = index
-        self.tag = tag
-        # usage as arrays of constraint indices and coefficients, built on first vectorised allocation
-        self._cols: np.ndarray | None = None
-        self._coefs: np.ndarray | None = None
-
-    def __repr__(self) -> str:
-        return f"Flow({self.name!r}, remaining={self.remaining:g}/{self.amount:g}, rate={self.rate:g})"
-
-    @property
-    def delivered(self) -> float:
-        return self.amount - self.remaining
-
-
-@dataclass(eq=False)
-class Meter:
-    """Power of one component: idle_W + sum(joules_per_unit x constraint load) + extra_W.
-
-    `extra_W` is for state power that is not carried by a flow (e.g. a drive
-    in a power-state transition); change it with FlowEngine.set_meter_extra.
-    """
-
-    name: str
-    idle_W: float
-    terms: list[tuple[Constraint, float]]
-    group: str = ""
-    extra_W: float = 0.0
-    power_W: float = 0.0
-    energy_J: float = 0.0
-    last_time: float = 0.0
-    peak_W: float = 0.0
-    history: list[tuple[float, float]] | None = field(default=None, repr=False)
-
-    def current_power(self) -> float:
-        return self.idle_W + self.extra_W + sum(k * c.load for c, k in self.terms)
-
-    def integrate_to(self, now: float) -> None:
-        elapsed = now - self.last_time
-        if elapsed > 0.0:
-            self.energy_J += self.power_W * elapsed
-        self.last_time = now
-
-    def refresh(self, now: float) -> None:
-        self.integrate_to(now)
-        self.power_W = self.current_power()
-        self.peak_W = max(self.peak_W, self.power_W)
-        if self.history is not None:
-            if self.history and self.history[-1][0] == now:
-                self.history[-1] = (now, self.power_W)
-            else:
-                self.history.append((now, self.power_W))
-
-
-@dataclass
-class EngineStats:
-    events: int = 0          # component events that fired and were still valid
-    stale_events: int = 0    # events retired by a later recompute
-    recomputes: int = 0      # component allocations
-    batches: int = 0         # same-instant batches
-    flows_started: int = 0
-    flows_completed: int = 0
-    breakpoints: int = 0
-
-
-class _LargeComponent:
-    """The latest large connected component, kept exact across flow starts and ends.
-
-    A start or an end in a component of thousands of flows would otherwise cost
-    a breadth-first search over every (flow, constraint) edge before the
-    allocation even begins.  The cache holds one component as sorted lists and
-    as sets, and is updated in O(changed flow) when it provably stays one exact
-    component:
-      - a flow that crosses the component and otherwise only constraints no
-        other flow uses joins it (it brings those constraints along);
-      - a flow that crosses nothing of it leaves it untouched;
-      - a flow that would merge it with another component drops the cache;
-      - when flows end, constraints left without flows leave the component, and
-        the rest is still connected if one constraint (the hub: a shared store,
-        a drive) is crossed by every remaining flow; otherwise the cache is
-        dropped.
-    Anything dropped is found again by the search.  Lists are replaced, never
-    mutated, because pending component events hold references to them.
-    """
-
-    __slots__ = ("arrays", "constraints", "cset", "flows", "fset", "hub")
-
-    def __init__(self, flows: list[Flow], constraints: list[Constraint]) -> None:
-        self.arrays: _UsageArrays | None = None  # the flows' usage as numpy arrays, built on first allocation
-        self.flows = flows
-        self.constraints = constraints
-        self.fset = set(flows)
-        self.cset = set(constraints)
-        self.hub = self._find_hub()
-
-    def _find_hub(self) -> Constraint | None:
-        n = len(self.flows)
-        for c in self.constraints:
-            if len(c.flows) == n:
-                return c
-        return None
-
-    def add(self, flow: Flow) -> bool:
-        """Account for a started flow (already in its constraints' flows); False: drop the cache."""
-        touches = False
-        fresh: list[Constraint] = []
-        for c in flow.usage:
-            if c in self.cset:
-                touches = True
-            elif len(c.flows) == 1:
-                fresh.append(c)
-            else:
-                # crosses a constraint of another component: harmless unless it also crosses this one
-                return not any(c2 in self.cset for c2 in flow.usage)
-        if not touches:
-            return True
-        self.flows = [*self.flows, flow]  # creation index grows with every start: still sorted
-        self.fset.add(flow)
-        if self.arrays is not None:
-            self.arrays = _arrays_appended(self.arrays, flow)
-        if fresh:
-            self.constraints = sorted([*self.constraints, *fresh], key=_by_index)
-            self.cset.update(fresh)
-        if self.hub is None or self.hub not in flow.usage:
-            self.hub = self._find_hub()
-        return True
-
-    def remove(self, finished: list[Flow]) -> bool:
-        """Account for flows that ended (already out of their constraints' flows); False: drop the cache."""
-        gone = [f for f in finished if f in self.fset]
-        if not gone:
-            return True
-        self.fset.difference_update(gone)
-        if not self.fset:
-            return False
-        gone_set = set(gone)
-        if self.arrays is not None:
-            self.arrays = _arrays_kept(self.arrays, np.array([f not in gone_set for f in self.flows], dtype=bool))
-        self.flows = [f for f in self.flows if f not in gone_set]
-        empty = {c for f in gone for c in f.usage if not c.flows}
-        if empty:
-            self.cset.difference_update(empty)
-            self.constraints = [c for c in self.constraints if c not in empty]
-        hub = self.hub
-        return hub is not None and hub in self.cset and len(hub.flows) == len(self.flows)
 
 
 class FlowEngine:
-    """Weighted max-min fair fluid flows on a SimPy environment."""
+    """Weighted max-min fair fluid flows on a SimPy environment.
+
+    Lifecycle: build (constraint, meter) -> run (start/transfer, set_capacity,
+    then `run`, which runs the environment and settles) -> read.  Between
+    events the engine keeps flows, constraint states and meters at the instant
+    they last changed; `settle` brings all of them to now and is the point
+    where results (energy, bytes delivered, drive state) are read.  It is
+    idempotent at one instant, so the run driver (simulator/run.py) settles
+    once more after a workload returns at no cost.  `sync` brings one
+    constraint's state forward when a workload needs one drive's state now.
+    """
 
     def __init__(self, env: simpy.Environment, *, record: bool = False) -> None:
         self.env = env
@@ -312,7 +77,7 @@ class FlowEngine:
         self._batch_pending = False
         self._flow_count = 0
         self._active: dict[Flow, None] = {}
-        self._large: _LargeComponent | None = None
+        self._large: LargeComponent | None = None
 
     # ---------------------------------------------------------------- building
     def constraint(self, name: str, capacity: float, dynamics: Dynamics | None = None) -> Constraint:
@@ -412,8 +177,13 @@ class FlowEngine:
     def active_flows(self) -> list[Flow]:
         return list(self._active)
 
-    def finish(self) -> None:
-        """Integrate every meter and every constraint state up to now."""
+    def run(self, until: float | simpy.Event | None = None) -> None:
+        """Run the environment (SimPy's `until`), then settle: results are readable after it."""
+        self.env.run(until=until)
+        self.settle()
+
+    def settle(self) -> None:
+        """Bring every constraint state, flow and meter up to now: the point where results are read."""
         now = self.env.now
         for c in self.constraints.values():
             self._advance_constraint(c)
@@ -427,6 +197,11 @@ class FlowEngine:
         if self._batch_pending:
             return
         self._batch_pending = True
+        # A triggered event at a priority of our own.  SimPy has no public call for
+        # this: Event.succeed() and Timeout always schedule at NORMAL, which would
+        # run the batch before other events of this instant.  So the two fields
+        # Event.succeed() sets are set here, then the public Environment.schedule
+        # queues it at _BATCH_PRIORITY.  Checked on SimPy 4.1.2 (events.py).
         event = simpy.Event(self.env)
         event._ok = True
         event._value = None
@@ -466,8 +241,8 @@ class FlowEngine:
     def _search_and_recompute(self, flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]) -> None:
         comp_f, comp_c = self._component(flows, constraints, seen_f, seen_c)
         large = None
-        if len(comp_f) >= VECTOR_MIN_FLOWS:
-            large = self._large = _LargeComponent(comp_f, comp_c)
+        if len(comp_f) >= maxmin.VECTOR_MIN_FLOWS:
+            large = self._large = LargeComponent(comp_f, comp_c)
         self._recompute(comp_f, comp_c, large)
 
     @staticmethod
@@ -475,7 +250,7 @@ class FlowEngine:
         flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
     ) -> tuple[list[Flow], list[Constraint]]:
         """Breadth-first search over flow <-> constraint adjacency (large components are mostly
-        served by the _LargeComponent cache instead); sorted by creation index."""
+        served by the LargeComponent cache instead); sorted by creation index."""
         comp_f: list[Flow] = []
         comp_c: list[Constraint] = []
         stack_f = [f for f in flows if f not in seen_f]
@@ -497,8 +272,8 @@ class FlowEngine:
                     if f not in seen_f:
                         seen_f.add(f)
                         stack_f.append(f)
-        comp_f.sort(key=_by_index)
-        comp_c.sort(key=_by_index)
+        comp_f.sort(key=by_index)
+        comp_c.sort(key=by_index)
         return comp_f, comp_c
 
     def _advance_flow(self, f: Flow, now: float) -> None:
@@ -516,11 +291,11 @@ class FlowEngine:
             return
         due = c.dynamics.seconds_to_breakpoint(c.load)
         c.dynamics.advance(elapsed, c.load)
-        if elapsed >= due - _TIME_EPS:
+        if elapsed >= due - TIME_EPS:
             self.stats.breakpoints += 1
             c.dynamics.on_breakpoint(self, c)
 
-    def _recompute(self, flows: list[Flow], constraints: list[Constraint], large: _LargeComponent | None = None) -> None:
+    def _recompute(self, flows: list[Flow], constraints: list[Constraint], large: LargeComponent | None = None) -> None:
         now = self.env.now
         self.stats.recomputes += 1
         for f in flows:
@@ -536,9 +311,9 @@ class FlowEngine:
         dynamic = [c for c in constraints if c.dynamics is not None]
         for c in dynamic:
             self._advance_constraint(c)
-        rates, loads = _allocate(flows, constraints, large)
+        rates, loads = maxmin.max_min_fair(flows, constraints, large)
         record = self.record
-        token = _Token(flows, constraints, dynamic)
+        token = ComponentToken(flows, constraints, dynamic)
         # one event for the whole component: its next completion or breakpoint
         horizon = math.inf
         for f, r in zip(flows, rates, strict=True):
@@ -568,7 +343,7 @@ class FlowEngine:
         event = self.env.timeout(max(horizon, 0.0))
         event.callbacks.append(lambda _e, token=token: self._on_component_event(token))
 
-    def _on_component_event(self, token: _Token) -> None:
+    def _on_component_event(self, token: ComponentToken) -> None:
         if not token.valid:
             self.stats.stale_events += 1
             return
@@ -584,7 +359,7 @@ class FlowEngine:
                 left = f.remaining - f.rate * elapsed
                 f.remaining = left if left > 0.0 else 0.0
             f.last_time = now
-            if f.remaining <= _REL_EPS * f.amount or (f.rate > 0.0 and f.remaining / f.rate <= _TIME_EPS):
+            if f.remaining <= REL_EPS * f.amount or (f.rate > 0.0 and f.remaining / f.rate <= TIME_EPS):
                 finished.append(f)
         for f in finished:
             f.remaining = 0.0
@@ -605,250 +380,9 @@ class FlowEngine:
             f.done.succeed(f)
 
 
-_UsageArrays = tuple  # (constraint creation indices, coefficients, entries per flow, weights, max rates)
-
-
-def _flow_arrays(f: Flow) -> tuple[np.ndarray, np.ndarray]:
-    if f._cols is None:
-        f._cols = np.array([c.index for c in f.usage], dtype=np.int64)
-        f._coefs = np.array(list(f.usage.values()), dtype=np.float64)
-    return f._cols, f._coefs  # type: ignore[return-value]
-
-
-def _usage_arrays(flows: list[Flow]) -> _UsageArrays:
-    """The flows' usage as flat arrays, in flow order (one block of entries per flow)."""
-    pairs = [_flow_arrays(f) for f in flows]
-    return (
-        np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, dtype=np.int64),
-        np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0),
-        np.array([len(p[0]) for p in pairs], dtype=np.int64),
-        np.array([f.weight for f in flows], dtype=np.float64),
-        np.array([math.inf if f.max_rate is None else f.max_rate for f in flows], dtype=np.float64),
-    )
-
-
-def _arrays_appended(arrays: _UsageArrays, f: Flow) -> _UsageArrays:
-    cols, coefs = _flow_arrays(f)
-    all_cols, all_coefs, lengths, weight, max_rate = arrays
-    return (
-        np.concatenate([all_cols, cols]),
-        np.concatenate([all_coefs, coefs]),
-        np.append(lengths, len(cols)),
-        np.append(weight, f.weight),
-        np.append(max_rate, math.inf if f.max_rate is None else f.max_rate),
-    )
-
-
-def _arrays_kept(arrays: _UsageArrays, keep: np.ndarray) -> _UsageArrays:
-    all_cols, all_coefs, lengths, weight, max_rate = arrays
-    entries = np.repeat(keep, lengths)
-    return all_cols[entries], all_coefs[entries], lengths[keep], weight[keep], max_rate[keep]
-
-
-def _allocate(
-    flows: list[Flow], constraints: list[Constraint], large: _LargeComponent | None = None
-) -> tuple[list[float], list[float] | None]:
-    """Rates of `flows`, and the load of each of `constraints` when the vectorised path computed them.
-
-    Large components go to the numpy formulation when `constraints` holds every
-    constraint the flows cross, with distinct creation indices (true of every
-    component the engine builds); anything else takes the reference path.
-    `large`: the cached component these lists belong to, whose arrays are reused."""
-    if len(flows) >= VECTOR_MIN_FLOWS:
-        arrays = None
-        if large is not None:
-            if large.arrays is None:
-                large.arrays = _usage_arrays(flows)
-            arrays = large.arrays
-        out = _max_min_fair_vector(flows, constraints, arrays)
-        if out is not None:
-            return out
-    return max_min_fair(flows, constraints), None
-
-
-def max_min_fair(flows: list[Flow], constraints: list[Constraint]) -> list[float]:
-    """Weighted max-min fair rates by progressive filling.
-
-    Each round raises the fill level t of all unfrozen flows (rate = weight x t)
-    until a constraint's residual capacity is exhausted or a flow reaches its
-    max_rate, then freezes the flows that hit a bound.  With equal weights this
-    is the classic max-min allocation: no flow can be raised without lowering
-    another flow whose rate is equal or smaller.
-    """
-    # Hot path of the engine (every recompute of a component): state lives in
-    # lists indexed by position, and every sum is taken in the same order as the
-    # dict-based formulation, so the rates are bit-for-bit the same.
-    n = len(flows)
-    rates = [0.0] * n
-    if n == 0:
-        return rates
-    # unlimited constraints (e.g. a drive with no power cap) only meter load
-    limited = [c for c in constraints if not math.isinf(c.capacity)]
-    column = {c: j for j, c in enumerate(limited)}
-    residual = [c.capacity for c in limited]
-    tight = [_REL_EPS * c.capacity for c in limited]
-    # weighted demand of unfrozen flows on each constraint, and how many unfrozen flows cross it
-    demand = [0.0] * len(limited)
-    users = [0] * len(limited)
-    edges: list[list[tuple[int, float]]] = []
-    get = column.get
-    for f in flows:
-        w = f.weight
-        row = []
-        for c, k in f.usage.items():
-            j = get(c)
-            if j is not None:
-                kw = k * w
-                demand[j] += kw
-                users[j] += 1
-                row.append((j, kw))
-        edges.append(row)
-    live = [j for j in range(len(limited)) if users[j] > 0]
-    # flow -> position, in flow order; `capped` is the subset with a rate bound
-    unfrozen = dict(zip(flows, range(n), strict=False))
-    capped = {f: i for f, i in unfrozen.items() if f.max_rate is not None}
-    inf = math.inf
-    while unfrozen:
-        step = inf
-        limiting_c = -1
-        limiting_f: Flow | None = None
-        for j in live:
-            r = residual[j]
-            s = (r if r > 0.0 else 0.0) / demand[j]
-            if s < step:
-                step = s
-                limiting_c = j
-        for f, i in capped.items():
-            s = max(f.max_rate - rates[i], 0.0) / f.weight  # type: ignore[operator]
-            if s < step:
-                step = s
-                limiting_c = -1
-                limiting_f = f
-        if limiting_c < 0 and limiting_f is None:
-            raise EngineError(f"flow {next(iter(unfrozen)).name!r} is unbounded: no constraint limits it")
-        for f, i in unfrozen.items():
-            rates[i] += f.weight * step
-        frozen: dict[Flow, None] = {}
-        for j in live:
-            residual[j] -= demand[j] * step
-            if residual[j] <= tight[j] or j == limiting_c:
-                for f in limited[j].flows:
-                    if f in unfrozen:
-                        frozen[f] = None
-        for f, i in capped.items():
-            if f is limiting_f or rates[i] >= f.max_rate * (1.0 - _REL_EPS):  # type: ignore[operator]
-                frozen[f] = None
-        emptied = False
-        for f in frozen:
-            i = unfrozen.pop(f)
-            if f.max_rate is not None:
-                del capped[f]
-            for j, kw in edges[i]:
-                demand[j] -= kw
-                users[j] -= 1
-                if users[j] == 0:
-                    demand[j] = 0.0
-                    emptied = True
-        if emptied:
-            live = [j for j in live if users[j] > 0]
-    return rates
-
-
-def _max_min_fair_vector(
-    flows: list[Flow], constraints: list[Constraint], arrays: _UsageArrays | None = None
-) -> tuple[list[float], list[float]] | None:
-    """max_min_fair on numpy arrays, for large components; also returns every constraint's load.
-
-    The same progressive filling round for round: the same step (first
-    constraint with the smallest residual/demand, then a flow bound that is
-    strictly smaller), the same freezing tests, the same tolerances.  Sums over
-    flows run in flow order as in the loop version (np.bincount accumulates in
-    input order), so rates agree with max_min_fair to the last few ulps: only
-    the order in which frozen flows' demand is taken off differs.  Returns None
-    when `constraints` does not index the flows' constraints uniquely; the
-    caller then uses max_min_fair.
-    """
-    n = len(flows)
-    m = len(constraints)
-    index = np.array([c.index for c in constraints], dtype=np.int64)
-    if m == 0 or (m > 1 and not bool(np.all(index[1:] > index[:-1]))) or index[0] < 0:
-        return None  # not sorted by distinct creation index: not a component built by the engine
-    cols_global, coefs, lengths, weight, max_rate = _usage_arrays(flows) if arrays is None else arrays
-    rows = np.repeat(np.arange(n), lengths)
-    # creation index -> position in `constraints`; -1 marks a constraint that is not in the list
-    position = np.full(int(max(index[-1], cols_global.max(initial=0))) + 1, -1, dtype=np.int64)
-    position[index] = np.arange(m)
-    cols = position[cols_global]
-    if cols.size and int(cols.min()) < 0:
-        return None  # a flow crosses a constraint outside the list
-    capacity = np.array([c.capacity for c in constraints], dtype=np.float64)
-    # unlimited constraints (e.g. a drive with no power cap) only meter load
-    on_limited = np.isfinite(capacity)[cols]
-    e_rows = rows[on_limited]
-    e_cols = cols[on_limited]
-    e_kw = coefs[on_limited] * weight[e_rows]
-    demand = np.bincount(e_cols, weights=e_kw, minlength=m)
-    users = np.bincount(e_cols, minlength=m)
-    residual = capacity.copy()
-    tight = _REL_EPS * capacity
-    rates = np.zeros(n)
-    unfrozen = np.ones(n, dtype=bool)
-    capped = np.isfinite(max_rate)
-    inf = math.inf
-    remaining = n
-    while remaining:
-        live = users > 0
-        step = inf
-        limiting_c = -1
-        limiting_f = -1
-        if live.any():
-            live_idx = np.flatnonzero(live)
-            s = np.maximum(residual[live_idx], 0.0) / demand[live_idx]
-            j = int(np.argmin(s))
-            if s[j] < step:
-                step = float(s[j])
-                limiting_c = int(live_idx[j])
-        bounded = capped & unfrozen
-        if bounded.any():
-            bounded_idx = np.flatnonzero(bounded)
-            sf = np.maximum(max_rate[bounded_idx] - rates[bounded_idx], 0.0) / weight[bounded_idx]
-            i = int(np.argmin(sf))
-            if sf[i] < step:
-                step = float(sf[i])
-                limiting_c = -1
-                limiting_f = int(bounded_idx[i])
-        if limiting_c < 0 and limiting_f < 0:
-            raise EngineError(f"flow {flows[int(np.flatnonzero(unfrozen)[0])].name!r} is unbounded: no constraint limits it")
-        rates[unfrozen] += weight[unfrozen] * step
-        residual[live] -= demand[live] * step
-        saturated = live & (residual <= tight)
-        if limiting_c >= 0:
-            saturated[limiting_c] = True
-        frozen = np.zeros(n, dtype=bool)
-        frozen[e_rows[saturated[e_cols]]] = True
-        frozen |= bounded & (rates >= max_rate * (1.0 - _REL_EPS))
-        if limiting_f >= 0:
-            frozen[limiting_f] = True
-        frozen &= unfrozen
-        count = int(frozen.sum())
-        remaining -= count
-        unfrozen &= ~frozen
-        if remaining and count:
-            gone = frozen[e_rows]
-            demand -= np.bincount(e_cols[gone], weights=e_kw[gone], minlength=m)
-            users -= np.bincount(e_cols[gone], minlength=m)
-            demand[users == 0] = 0.0
-    loads = np.bincount(cols, weights=coefs * rates[rows], minlength=m)
-    return rates.tolist(), loads.tolist()
-
-
 def run_until_idle(env: simpy.Environment, engine: FlowEngine, until: float | None = None) -> None:
     """Run the environment, then close the books on every meter."""
-    env.run(until=until)
-    engine.finish()
+    engine.run(until)
     if engine.active_flows and until is None:
         names = ", ".join(f.name for f in engine.active_flows[:5])
         raise EngineError(f"simulation stalled with flows still moving (a zero capacity?): {names}")
-
-
-Callback = Callable[[simpy.Event], None]

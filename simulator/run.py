@@ -56,7 +56,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
     ctx = workloads.RunContext(env, engine, system, np.random.default_rng(seed))
     started = time.perf_counter()
     outcome = workload.run(ctx, params)
-    engine.finish()
+    engine.settle()  # the one point where the run's results are read (FlowEngine's lifecycle)
     wall = time.perf_counter() - started
     duration = env.now
     energy = _energy_report(system, duration)

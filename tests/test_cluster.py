@@ -87,8 +87,7 @@ def test_written_bytes_are_conserved_on_the_drives():
     engine = system.engine
     data = 50e9
     engine.start("write", data, system.volume.usage(Access("write", 2**20, "seq")))
-    engine.env.run()
-    engine.finish()
+    engine.run()
     on_drives = sum(d.report()["host_bytes_written"] for d in system.volume.drives)
     assert on_drives == pytest.approx(data * 1.5, rel=1e-6)
 

@@ -10,7 +10,8 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iowatt.simulator.discrete import FlowCase, NetworkCase, run_fluid, run_per_io
-from iowatt.simulator.flows import Constraint, EngineError, Flow, FlowEngine, max_min_fair, run_until_idle
+from iowatt.simulator.flows import Constraint, EngineError, Flow, FlowEngine, run_until_idle
+from iowatt.simulator.maxmin import max_min_fair
 
 # ---------------------------------------------------------------- random networks
 
@@ -57,7 +58,7 @@ def test_allocation_is_feasible_and_max_min_fair(net):
     """
     caps, flows = net
     constraints, objs = _allocation_instance(caps, flows)
-    rates = max_min_fair(objs, constraints)
+    rates = max_min_fair(objs, constraints).rates
     tol = 1e-7
     for c in constraints:
         load = sum(k * rates[objs.index(f)] for f, k in c.flows.items())

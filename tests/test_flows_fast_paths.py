@@ -1,9 +1,9 @@
 """The flow engine's fast paths against its reference paths (issue 8 performance work).
 
-simulator/flows.py allocates large components with numpy (`_max_min_fair_vector`)
-and keeps the latest large component up to date across starts and ends
-(`_LargeComponent`) instead of searching the graph again.  Oracle: the
-reference formulation in the same module (`max_min_fair`, and a fresh
+simulator/maxmin.py allocates large components with numpy (`_progressive_filling_vector`)
+and simulator/flows.py keeps the latest large component up to date across starts and ends
+(`component_cache.LargeComponent`) instead of searching the graph again.  Oracle: the
+scalar path in the same module (`_progressive_filling_scalar`, and a fresh
 breadth-first search) on the same inputs.  Both paths are forced on small
 random networks by lowering VECTOR_MIN_FLOWS to 1, so every component takes
 them.
@@ -11,11 +11,11 @@ them.
 
 from __future__ import annotations
 
-import iowatt.simulator.flows as flows_module
+import iowatt.simulator.maxmin as maxmin
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.simulator.flows import Constraint, Flow, FlowEngine, max_min_fair, run_until_idle
+from iowatt.simulator.flows import Constraint, Flow, FlowEngine, run_until_idle
 
 
 @st.composite
@@ -54,8 +54,8 @@ def test_vector_allocation_equals_the_reference(net):
         for c, k in f.usage.items():
             c.flows[f] = k
         objs.append(f)
-    expected = max_min_fair(objs, constraints)
-    out = flows_module._max_min_fair_vector(objs, constraints)
+    expected = maxmin._progressive_filling_scalar(objs, constraints)
+    out = maxmin._progressive_filling_vector(objs, constraints)
     assert out is not None
     rates, loads = out
     for r, e in zip(rates, expected, strict=True):
@@ -73,7 +73,7 @@ def test_vector_path_refuses_an_unbounded_flow_like_the_reference():
     counter = Constraint("bytes", float("inf"), index=0)
     f = Flow("free", 1.0, {counter: 1.0}, 1.0, None, env.event(), 0.0, 0)
     counter.flows[f] = 1.0
-    for allocate in (max_min_fair, lambda fl, cs: flows_module._max_min_fair_vector(fl, cs)):
+    for allocate in (maxmin._progressive_filling_scalar, lambda fl, cs: maxmin._progressive_filling_vector(fl, cs)):
         with pytest.raises(EngineError, match="'free' is unbounded"):
             allocate([f], [counter])
 
@@ -85,11 +85,11 @@ def test_vector_path_declines_constraints_it_cannot_index():
     f = Flow("f", 1.0, {a: 1.0, b: 1.0}, 1.0, None, env.event(), 0.0, 0)
     a.flows[f] = 1.0
     b.flows[f] = 1.0
-    assert flows_module._max_min_fair_vector([f], [a, b]) is None
+    assert maxmin._progressive_filling_vector([f], [a, b]) is None
 
 
 def _run(specs, caps, fast: bool, monkeypatch) -> tuple[dict[str, float], FlowEngine]:
-    monkeypatch.setattr(flows_module, "VECTOR_MIN_FLOWS", 1 if fast else 10**9)
+    monkeypatch.setattr(maxmin, "VECTOR_MIN_FLOWS", 1 if fast else 10**9)
     env = simpy.Environment()
     engine = FlowEngine(env)
     constraints = [engine.constraint(f"c{i}", cap) for i, cap in enumerate(caps)]
@@ -168,7 +168,7 @@ def test_cluster_benchmark_gives_the_same_answer_on_both_paths(monkeypatch):
     from cluster import run_cluster
 
     fast = run_cluster(96)
-    monkeypatch.setattr(flows_module, "VECTOR_MIN_FLOWS", 10**9)
+    monkeypatch.setattr(maxmin, "VECTOR_MIN_FLOWS", 10**9)
     slow = run_cluster(96)
     assert abs(fast["simulated_s"] - slow["simulated_s"]) <= 1e-9 * slow["simulated_s"]
     assert (fast["recomputes"], fast["events"], fast["concurrent_flows"]) == (slow["recomputes"], slow["events"], slow["concurrent_flows"])

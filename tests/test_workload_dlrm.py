@@ -38,7 +38,7 @@ def test_bytes_read_and_written_are_conserved(workers, cached, memory):
     engine = FlowEngine(env)
     system = SystemRuntime(engine, _system(memory=memory))
     out = run(RunContext(env, engine, system, np.random.default_rng(1)), p)
-    engine.finish()
+    engine.settle()
     m = out.metrics
     in_cache = cached and p.parquet_bytes <= 0.8 * system.host.config.memory
     assert m["bytes_read_from_storage_GB"] * 1e9 == pytest.approx(p.raw_bytes + (0.0 if in_cache else p.parquet_bytes), rel=1e-9)

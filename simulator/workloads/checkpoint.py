@@ -45,12 +45,14 @@ the last checkpoint back (host-to-device copy when copy_from_gpu).
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
+from dataclasses import dataclass, field
 from typing import Literal
 
 import simpy
 from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
-from iowatt.simulator.storage import Access
+from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -213,122 +215,164 @@ def _resident_bytes(params: CheckpointParams, parts: list[tuple[float, float]], 
     return min(kept, memory)
 
 
-def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
-    env, engine, system = ctx.env, ctx.engine, ctx.system
-    if params.copy_from_gpu and not system.gpus:
-        raise WorkloadConfigError("workload.copy_from_gpu: expected GPUs in system.gpus, found gpus.count = 0")
-    try:
-        parts = params.shard_parts()
-    except ValueError as error:
-        raise WorkloadConfigError(f"workload.{error}") from None
-    shards = [w + o for w, o in parts]
-    size = sum(shards)
-    if params.passes is not None:
-        per_pass = _checkpoints_per_pass(params, system.volume.capacity_bytes, size)
-        total = per_pass * params.passes
-    else:
-        per_pass = params.count
-        total = params.count
-    stored = [0.0] * per_pass        # bytes held in each checkpoint slot
-    durations: list[float] = []
-    starts: list[float] = []
-    load_durations: list[float] = []
-    writers = sum(1 for s in shards if s > 0)
-    # every rank streams its own file: sequential requests, one outstanding per rank (torch.save / torch.load)
-    restore_reads = Access("read", params.block_size, "seq", max(1, writers))
-    read_usage = system.volume.usage(restore_reads)
+@dataclass(frozen=True)
+class _ShardPlan:
+    """What each rank writes and how the checkpoints fill the volume (no simulation state)."""
 
-    # host side (models.host_io): reference-core-seconds per byte of each part, one core per rank
-    core_speed = system.host.cpu_spec.core_speed
-    save_cost = 1.0 / (params.save_GBps_per_rank * 1e9)
-    made_cost = host_io.serial_seconds_per_byte(params.generate_GBps_per_rank * 1e9, params.save_GBps_per_rank * 1e9)
-    weight_cost = made_cost if params.regenerate in ("weights", "all") else save_cost
-    optimizer_cost = made_cost if params.regenerate == "all" else save_cost
-    cores = [engine.constraint(f"ckpt.rank{r}.core", core_speed) for r in range(len(parts))]
-    memory_passes = 3.0 if params.io_path == "buffered" else 2.0  # serializer writes, (page-cache copy), DMA reads
-    memory = system.config.server.memory
-    resident = _resident_bytes(params, parts, memory)
-    dirty_budget = 0.0
-    if params.io_path == "buffered":
-        dirty_budget = host_io.dirty_buffer_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
-    writeback: list[simpy.Event | None] = [None] * len(parts)   # each rank's pending writeback of its last dirty bytes
+    parts: list[tuple[float, float]]  # (weight bytes, optimizer bytes) per rank
+    shards: list[float]               # bytes each rank writes per checkpoint
+    size: float                       # bytes of one checkpoint
+    per_pass: int                     # checkpoint slots before the oldest is overwritten
+    total: int                        # checkpoints saved
+    writers: int                      # ranks that write something
+    resident: float                   # bytes of host memory the benchmark holds
+    dirty_budget: float               # page-cache bytes all ranks may dirty before writeback throttles them
 
-    def host_usage(rank: int, cost: float) -> list:
-        usage = [(cores[rank], cost), (system.host.cpu, cost / core_speed), (system.host.memory, memory_passes)]
-        if params.copy_from_gpu:
-            usage.append((system.gpus[rank % len(system.gpus)].link_d2h, 1.0))
+    @classmethod
+    def build(cls, ctx: RunContext, params: CheckpointParams) -> _ShardPlan:
+        system = ctx.system
+        if params.copy_from_gpu and not system.gpus:
+            raise WorkloadConfigError("workload.copy_from_gpu: expected GPUs in system.gpus, found gpus.count = 0")
+        try:
+            parts = params.shard_parts()
+        except ValueError as error:
+            raise WorkloadConfigError(f"workload.{error}") from None
+        shards = [w + o for w, o in parts]
+        size = sum(shards)
+        if params.passes is not None:
+            per_pass = _checkpoints_per_pass(params, system.volume.capacity_bytes, size)
+            total = per_pass * params.passes
+        else:
+            per_pass = params.count
+            total = params.count
+        memory = system.config.server.memory
+        resident = _resident_bytes(params, parts, memory)
+        dirty_budget = 0.0
+        if params.io_path == "buffered":
+            dirty_budget = host_io.dirty_buffer_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
+        writers = sum(1 for s in shards if s > 0)
+        return cls(parts, shards, size, per_pass, total, writers, resident, dirty_budget)
+
+
+class _RankSaver:
+    """Each rank's save (optimizer state, then weights, through its core and the page cache) and restore."""
+
+    def __init__(self, ctx: RunContext, params: CheckpointParams, plan: _ShardPlan) -> None:
+        self.ctx, self.params, self.plan = ctx, params, plan
+        system, engine = ctx.system, ctx.engine
+        # every rank streams its own file: sequential requests, one outstanding per rank (torch.save / torch.load)
+        self.read_usage = system.volume.usage(Access("read", params.block_size, "seq", max(1, plan.writers)))
+        # host side (models.host_io): reference-core-seconds per byte of each part, one core per rank
+        self.core_speed = system.host.cpu_spec.core_speed
+        save_cost = 1.0 / (params.save_GBps_per_rank * 1e9)
+        made_cost = host_io.serial_seconds_per_byte(params.generate_GBps_per_rank * 1e9, params.save_GBps_per_rank * 1e9)
+        self.weight_cost = made_cost if params.regenerate in ("weights", "all") else save_cost
+        self.optimizer_cost = made_cost if params.regenerate == "all" else save_cost
+        self.cores = [engine.constraint(f"ckpt.rank{r}.core", self.core_speed) for r in range(len(plan.parts))]
+        self.memory_passes = 3.0 if params.io_path == "buffered" else 2.0  # serializer writes, (page-cache copy), DMA reads
+        self.writeback: list[simpy.Event | None] = [None] * len(plan.parts)  # each rank's pending writeback of its last dirty bytes
+
+    def host_usage(self, rank: int, cost: float) -> Usage:
+        host, gpus = self.ctx.system.host, self.ctx.system.gpus
+        usage = [(self.cores[rank], cost), (host.cpu, cost / self.core_speed), (host.memory, self.memory_passes)]
+        if self.params.copy_from_gpu:
+            usage.append((gpus[rank % len(gpus)].link_d2h, 1.0))
         return usage
 
-    def drain(rank: int, amount: float, drive: list, absorbed: simpy.Event):
+    def _drain(self, rank: int, amount: float, drive: Usage, absorbed: simpy.Event) -> Generator[simpy.Event, object, None]:
         yield absorbed
         # writers fill the page cache at their own pace while it has room; writeback takes what the drive has left
-        yield engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
+        yield self.ctx.engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
 
-    def rank_save(rank: int, drive: list):
-        phases = [(a, c) for a, c in ((parts[rank][1], optimizer_cost), (parts[rank][0], weight_cost)) if a > 0.0]
-        budget = dirty_budget * shards[rank] / size  # this rank's share of the dirty pages
+    def save(self, rank: int, drive: Usage) -> Generator[simpy.Event, object, None]:
+        env, engine, params, plan = self.ctx.env, self.ctx.engine, self.params, self.plan
+        part = plan.parts[rank]
+        phases = [(a, c) for a, c in ((part[1], self.optimizer_cost), (part[0], self.weight_cost)) if a > 0.0]
+        budget = plan.dirty_budget * plan.shards[rank] / plan.size  # this rank's share of the dirty pages
         for amount, cost in phases:
-            pending = writeback[rank]
+            pending = self.writeback[rank]
             # the page cache has room for `tail` bytes unless this rank's earlier dirty bytes still hold it
             tail = min(budget, amount) if pending is None or pending.processed else 0.0
-            flows = [engine.transfer(f"ckpt.rank{rank}", amount - tail, host_usage(rank, cost) + drive)] if amount > tail else []
+            flows = [engine.transfer(f"ckpt.rank{rank}", amount - tail, self.host_usage(rank, cost) + drive)] if amount > tail else []
             if tail > 0.0:
                 # the tank fills while the drive writes: the rank's core is shared by the bytes that land in the
                 # page cache and the bytes the drive takes, so the cache fills at (host - drive) rate, as in the
                 # closed form (models.host_io.phased_write_seconds); the cached bytes are written back afterwards
-                absorb = engine.start(f"ckpt.rank{rank}.absorb", tail, host_usage(rank, cost))
-                writeback[rank] = env.process(drain(rank, tail, drive, absorb.done))
+                absorb = engine.start(f"ckpt.rank{rank}.absorb", tail, self.host_usage(rank, cost))
+                self.writeback[rank] = env.process(self._drain(rank, tail, drive, absorb.done))
                 flows.append(absorb.done)
             if flows:
                 yield simpy.AllOf(env, flows)
-        last = writeback[rank]
+        last = self.writeback[rank]
         if params.fsync and last is not None and not last.processed:
             yield last
         if params.fsync_latency > 0.0:
             yield env.timeout(params.fsync_latency)
 
-    def rank_load(rank: int, amount: float):
-        usage = [(system.host.memory, 2.0), *read_usage]
-        if params.copy_from_gpu:
+    def load(self, rank: int, amount: float) -> Generator[simpy.Event, object, None]:
+        system = self.ctx.system
+        usage = [(system.host.memory, 2.0), *self.read_usage]
+        if self.params.copy_from_gpu:
             usage.append((system.gpus[rank % len(system.gpus)].link_h2d, 1.0))
-        yield engine.transfer(f"ckpt.rank{rank}.load", amount, usage)
+        yield self.ctx.engine.transfer(f"ckpt.rank{rank}.load", amount, usage)
 
-    def training():
-        for number in range(total):
-            if params.interval > 0.0 and system.gpus:
-                compute = [engine.transfer(f"step.{g.name}", params.interval, [(g.compute, 1.0)]) for g in system.gpus]
-                yield simpy.AllOf(env, compute)
-            elif params.interval > 0.0:
-                yield env.timeout(params.interval)
-            slot = number % per_pass
-            overwrite = stored[slot] > 0.0
-            if overwrite and params.trim:
-                system.volume.discard(stored[slot])  # the old checkpoint's blocks are freed on the drive
-            # without TRIM the drive still holds the old checkpoint: the new one replaces valid data
-            saves = Access("write", params.block_size, "seq", max(1, writers), overwrite=overwrite and not params.trim)
-            drive_usage = system.volume.usage(saves)  # reads each drive's fill state as of now
-            start = env.now
-            ranks = [env.process(rank_save(r, drive_usage)) for r, amount in enumerate(shards) if amount > 0]
-            yield simpy.AllOf(env, ranks)
-            stored[slot] = size
-            starts.append(start)
-            durations.append(env.now - start)
-        if params.restore:
-            pending = [w for w in writeback if w is not None]
-            if pending:
-                yield simpy.AllOf(env, pending)  # a restore reads what is on the drive
-            start = env.now
-            ranks = [env.process(rank_load(r, amount)) for r, amount in enumerate(shards) if amount > 0]
-            yield simpy.AllOf(env, ranks)
-            load_durations.append(env.now - start)
 
-    env.process(training())
-    env.run()
+@dataclass
+class _Timings:
+    durations: list[float] = field(default_factory=list)       # each save, seconds
+    starts: list[float] = field(default_factory=list)          # each save's start, seconds
+    load_durations: list[float] = field(default_factory=list)  # the restore, seconds
+
+
+def _training(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, saver: _RankSaver, out: _Timings) -> Generator[simpy.Event, object, None]:
+    """Training steps between checkpoints, each checkpoint saved by every writing rank, then the restore."""
+    env, engine, system = ctx.env, ctx.engine, ctx.system
+    stored = [0.0] * plan.per_pass        # bytes held in each checkpoint slot
+    for number in range(plan.total):
+        if params.interval > 0.0 and system.gpus:
+            compute = [engine.transfer(f"step.{g.name}", params.interval, [(g.compute, 1.0)]) for g in system.gpus]
+            yield simpy.AllOf(env, compute)
+        elif params.interval > 0.0:
+            yield env.timeout(params.interval)
+        slot = number % plan.per_pass
+        overwrite = stored[slot] > 0.0
+        if overwrite and params.trim:
+            system.volume.discard(stored[slot])  # the old checkpoint's blocks are freed on the drive
+        # without TRIM the drive still holds the old checkpoint: the new one replaces valid data
+        saves = Access("write", params.block_size, "seq", max(1, plan.writers), overwrite=overwrite and not params.trim)
+        drive_usage = system.volume.usage(saves)  # reads each drive's fill state as of now
+        start = env.now
+        ranks = [env.process(saver.save(r, drive_usage)) for r, amount in enumerate(plan.shards) if amount > 0]
+        yield simpy.AllOf(env, ranks)
+        stored[slot] = plan.size
+        out.starts.append(start)
+        out.durations.append(env.now - start)
+    if params.restore:
+        pending = [w for w in saver.writeback if w is not None]
+        if pending:
+            yield simpy.AllOf(env, pending)  # a restore reads what is on the drive
+        start = env.now
+        ranks = [env.process(saver.load(r, amount)) for r, amount in enumerate(plan.shards) if amount > 0]
+        yield simpy.AllOf(env, ranks)
+        out.load_durations.append(env.now - start)
+
+
+def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
+    plan = _ShardPlan.build(ctx, params)
+    saver = _RankSaver(ctx, params, plan)
+    timings = _Timings()
+    ctx.env.process(_training(ctx, params, plan, saver, timings))
+    ctx.engine.run()
+    return _outcome(ctx, params, plan, timings)
+
+
+def _outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, timings: _Timings) -> WorkloadOutcome:
+    durations, load_durations, size, per_pass = timings.durations, timings.load_durations, plan.size, plan.per_pass
     total_time = sum(durations)
     metrics = {
         "checkpoint_size_GB": size / 1e9,
         "checkpoint_count": float(len(durations)),
-        "checkpoint_writer_ranks_count": float(writers),
+        "checkpoint_writer_ranks_count": float(plan.writers),
         "save_checkpoint_duration_mean_seconds": total_time / len(durations),
         "save_checkpoint_duration_max_seconds": max(durations),
         "save_checkpoint_io_mean_GB_per_second": size * len(durations) / total_time / 1e9,
@@ -336,13 +380,13 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     }
     detail: dict = {
         "durations_seconds": durations,
-        "start_seconds": starts,
-        "shard_GB": [s / 1e9 for s in shards],
+        "start_seconds": timings.starts,
+        "shard_GB": [s / 1e9 for s in plan.shards],
         "checkpoints_per_pass": per_pass,
-        "dirty_budget_GB": dirty_budget / 1e9,
-        "resident_memory_GB": resident / 1e9,
-        "weights_GB": sum(w for w, _o in parts) / 1e9,
-        "optimizer_GB": sum(o for _w, o in parts) / 1e9,
+        "dirty_budget_GB": plan.dirty_budget / 1e9,
+        "resident_memory_GB": plan.resident / 1e9,
+        "weights_GB": sum(w for w, _o in plan.parts) / 1e9,
+        "optimizer_GB": sum(o for _w, o in plan.parts) / 1e9,
     }
     if params.passes is not None:
         means = [sum(durations[p * per_pass:(p + 1) * per_pass]) / per_pass for p in range(params.passes)]
@@ -353,7 +397,7 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
         metrics["load_checkpoint_duration_mean_seconds"] = sum(load_durations) / len(load_durations)
         metrics["load_checkpoint_io_mean_GB_per_second"] = size / metrics["load_checkpoint_duration_mean_seconds"] / 1e9
         detail["load_durations_seconds"] = load_durations
-    drive_reports = system.volume.report()["drives"]
+    drive_reports = ctx.system.volume.report()["drives"]
     if drive_reports:
         detail["drives"] = drive_reports
     return WorkloadOutcome(metrics, detail)

@@ -39,6 +39,7 @@ explicit record_length, batch_size, computation_time and num_files.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Literal
 
@@ -46,9 +47,9 @@ import numpy as np
 import simpy
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.storage import Access, ConcurrencyLaw
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._dlio_timing import DlioConfig, DlioRun, simulate
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MiB = 2**20
@@ -165,7 +166,7 @@ class DlioParams(BaseModel):
                              "give computation_time")
         return self
 
-    def resolved(self, ram_bytes: float) -> dict:
+    def resolved(self, ram_bytes: float) -> DlioConfig:
         p = PRESETS.get(self.model, CUSTOM_DEFAULTS)
         record = self.record_length if self.record_length is not None else float(p["record_length"])
         stdev = self.record_length_stdev if self.record_length_stdev is not None else float(p["record_length_stdev"])
@@ -179,236 +180,17 @@ class DlioParams(BaseModel):
             if self.mlperf_dataset_rule:
                 files = max(files, math.ceil(5.0 * ram_bytes / (record * spf)))
         comp = self.computation_time if self.computation_time is not None else p["computation_time"][self.accelerator]
-        return {
-            "record_length": float(record),
-            "record_length_stdev": float(stdev),
-            "samples_per_file": int(spf),
-            "num_files": int(files),
-            "batch_size": int(self.batch_size or p["batch_size"]),
-            "read_threads": int(self.read_threads or p["read_threads"]),
-            "computation_time": float(comp),
-            "au_target": float(self.au_target if self.au_target is not None else p["au_target"]),
-            "framework": self.framework or p["framework"],
-        }
-
-
-def _law_capacity_Bps(law: ConcurrencyLaw, block_bytes: float, in_flight: int) -> float:
-    """Bytes/s the volume serves with `in_flight` reads outstanding (inf when none: the constraint is idle)."""
-    return math.inf if in_flight <= 0 else law.bytes_per_second(block_bytes, in_flight)
-
-
-def sample_sizes(rng: np.random.Generator, n: int, mean: float, stdev: float) -> np.ndarray:
-    """n sample sizes from a normal truncated symmetrically at +-2 sigma (so the mean is kept), >= 1 byte."""
-    if stdev <= 0.0 or n == 0:
-        return np.full(n, float(mean))
-    half = min(2.0 * stdev, mean - 1.0)
-    out = rng.normal(mean, stdev, n)
-    bad = np.abs(out - mean) > half
-    while bad.any():
-        out[bad] = rng.normal(mean, stdev, int(bad.sum()))
-        bad = np.abs(out - mean) > half
-    return np.round(out)
-
-
-def simulate(
-    env: simpy.Environment,
-    engine: FlowEngine,
-    system: SystemRuntime,
-    rng: np.random.Generator,
-    params: DlioParams,
-    n_acc: int,
-    steps_cap: int | None,
-    epochs: int,
-    keep_steps: bool,
-) -> dict:
-    """Run `epochs` epochs with `n_acc` accelerators; returns raw timings."""
-    cfg = params.resolved(system.host.config.memory)
-    bs, threads = cfg["batch_size"], cfg["read_threads"]
-    dataset_samples = cfg["num_files"] * cfg["samples_per_file"]
-    dataset_bytes = dataset_samples * cfg["record_length"]
-    steps = dataset_samples // (bs * n_acc)  # DLIO drops the last partial batch of each rank
-    if steps_cap is not None:
-        steps = min(steps, steps_cap)
-    if steps < 1:
-        raise WorkloadConfigError(f"workload: dataset of {dataset_samples} samples is smaller than one batch ({bs}) per accelerator ({n_acc})")
-    # sizes of the samples each rank reads (the same files every epoch)
-    sizes = sample_sizes(rng, n_acc * steps * bs, cfg["record_length"], cfg["record_length_stdev"])
-    batch_bytes = sizes.reshape(n_acc, steps, bs).sum(axis=2)
-    fits = params.page_cache and dataset_bytes <= params.page_cache_fraction * system.host.config.memory
-    record = cfg["record_length"]
-    tensorflow = cfg["framework"] == "tensorflow"
-    # rand: a small file is one request at a random place; seq: a sample streams in requests of
-    # read_block_size (PyTorch readers read sample by sample) or transfer_size (TensorFlow's
-    # TFRecordDataset fills its buffer from the file, across record boundaries: capped by the file)
-    if params.read_pattern == "rand":
-        block = record
-    elif tensorflow:
-        block = min(params.transfer_size, record * cfg["samples_per_file"])
-    else:
-        block = min(params.read_block_size, record)
-    # PyTorch: every loader worker keeps one request in flight (synchronous file reads).
-    # TensorFlow: DLIO's TF reader opens one TFRecordDataset per rank without num_parallel_reads,
-    # so each rank reads its files as ONE sequential stream (read_threads only parallelise parsing).
-    # The drives see that many requests (hard disks reorder them: shorter seeks, models.hdd).
-    outstanding = n_acc if tensorflow else n_acc * threads
-    request = Access("read", block, params.read_pattern, outstanding)
-    disk = system.volume.usage(request)
-    cpu_coeff = 1.0 / params.cpu_bytes_per_core_second + params.cpu_seconds_per_sample / record
-    disk_usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, cpu_coeff)]
-    cache_usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff)]
-    # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
-    stream_rate = block / system.volume.qd1_latency_s(request.with_(queue_depth=1.0))
-    # SSDs: the streams' requests collide on the drives' flash units (concurrency law of models.ssd):
-    # with n streams reading, together they get n / (L0 + (n - 1) S) requests/s; n follows the
-    # streams that are reading at each instant (a TF rank is one stream however many workers it has)
-    # (TF: each rank's stream constraint gets its share X(n) / n, so a rank with more parsing workers
-    # reading does not take more than one stream's share; PyTorch: one shared constraint, one flow per stream)
-    # (the N / L0 bound of disks and routed volumes is what the per-stream rates already impose: left out)
-    law = system.volume.concurrency(request)
-    law = law if law.units else None
-    concurrency = engine.constraint("dlio.ssd_concurrency", math.inf) if law is not None and not tensorflow else None
-    in_flight = [0]
-    reading = [0] * n_acc  # disk flows per rank
-    streams: list = []
-
-    def stream_started(rank: int, delta: int) -> None:
-        if law is None:
-            return
-        before = reading[rank]
-        reading[rank] += delta
-        if tensorflow:
-            changed = int(reading[rank] > 0) - int(before > 0)
-            if changed:
-                in_flight[0] += changed
-                share = _law_capacity_Bps(law, block, in_flight[0]) / max(1, in_flight[0])
-                for c in streams:
-                    engine.set_capacity(c, min(stream_rate, share))
-        elif concurrency is not None:
-            in_flight[0] += delta
-            engine.set_capacity(concurrency, _law_capacity_Bps(law, block, in_flight[0]))
-
-    if concurrency is not None:
-        disk_usage.append((concurrency, 1.0))
-    worker_cache_rate = 1.0 / cpu_coeff  # a worker is one process: at most one core
-    if tensorflow:
-        # the rank's single read stream is a shared constraint of all its parsing workers
-        streams = [engine.constraint(f"dlio.r{r}.stream", stream_rate) for r in range(n_acc)]
-        rank_disk_usage = [[*disk_usage, (streams[r], 1.0)] for r in range(n_acc)]
-        worker_disk_rate = worker_cache_rate
-    else:
-        rank_disk_usage = [disk_usage] * n_acc
-        worker_disk_rate = min(worker_cache_rate, stream_rate)
-    comp = cfg["computation_time"]
-    gpus = system.gpus if params.use_gpus else []
-    if params.use_gpus and not gpus:
-        raise WorkloadConfigError("workload.use_gpus needs GPUs: expected system.gpus.count >= 1, found 0")
-
-    wait = np.zeros((epochs, n_acc))
-    first_wait = np.zeros((epochs, n_acc))
-    compute = np.zeros((epochs, n_acc))
-    # loader deliveries, for the sustained-AU estimate of the search
-    delivered = np.zeros((epochs, n_acc))
-    last_delivery = np.zeros((epochs, n_acc))
-    epoch_start = [0.0]
-    epoch_time = np.zeros(epochs)
-    step_waits: list[list[float]] = []
-    totals = {"samples": 0, "bytes_disk": 0.0, "bytes_cache": 0.0}
-
-    def worker(rank: int, epoch: int, queue: simpy.Store, slots: simpy.Container, counter: list[int], cached: bool):
-        usage = cache_usage if cached else rank_disk_usage[rank]
-        rate = worker_cache_rate if cached else worker_disk_rate
-        while counter[0] < steps:
-            yield slots.get(1)
-            if counter[0] >= steps:
-                yield slots.put(1)
-                return
-            index = counter[0]
-            counter[0] += 1
-            amount = float(batch_bytes[rank, index])
-            if not cached:
-                stream_started(rank, 1)
-            yield engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate)
-            if not cached:
-                stream_started(rank, -1)
-            totals["samples"] += bs
-            totals["bytes_cache" if cached else "bytes_disk"] += amount
-            delivered[epoch, rank] += 1
-            last_delivery[epoch, rank] = env.now - epoch_start[0]
-            yield queue.put(index)
-
-    def trainer(rank: int, epoch: int, cached: bool):
-        queue = simpy.Store(env)
-        slots = simpy.Container(env, init=threads * params.prefetch_size, capacity=threads * params.prefetch_size)
-        counter = [0]
-        for _ in range(threads):
-            env.process(worker(rank, epoch, queue, slots, counter, cached))
-        for _step in range(steps):
-            asked = env.now
-            yield queue.get()
-            yield slots.put(1)
-            got = env.now
-            if gpus:
-                g = gpus[rank % len(gpus)]
-                yield engine.transfer(f"dlio.r{rank}.compute", comp, [(g.compute, 1.0)])
-            else:
-                yield env.timeout(comp)
-            if _step == 0:  # MLPerf Storage / DLIO: the first step's I/O is left out of AU
-                first_wait[epoch, rank] = got - asked
-            wait[epoch, rank] += got - asked
-            compute[epoch, rank] += env.now - got
-            if keep_steps:
-                step_waits.append([epoch, rank, got - asked, env.now - got])
-
-    def main():
-        for epoch in range(epochs):
-            cached = fits and epoch > 0
-            start = env.now
-            epoch_start[0] = start
-            yield simpy.AllOf(env, [env.process(trainer(r, epoch, cached)) for r in range(n_acc)])
-            epoch_time[epoch] = env.now - start
-
-    env.process(main())
-    env.run()
-    return {
-        "cfg": cfg,
-        "steps": steps,
-        "wait": wait,
-        "first_wait": first_wait,
-        "delivered": delivered,
-        "last_delivery": last_delivery,
-        "compute": compute,
-        "epoch_time": epoch_time,
-        "totals": totals,
-        "fits": fits,
-        "dataset_bytes": dataset_bytes,
-        "dataset_samples": dataset_samples,
-        "step_timings": step_waits,
-        "n_acc": n_acc,
-        "epochs": epochs,
-    }
-
-
-def au_of(result: dict) -> float:
-    """DLIO's accelerator utilisation: compute time / step time, mean over accelerators and epochs.
-
-    The first step's wait is left out (MLPerf Storage Submission_guidelines.md section 4: the I/O
-    of the first step is excluded from AU, to keep pipeline start-up out of the average;
-    samples/s still include it)."""
-    comp, wait = result["compute"], result["wait"] - result["first_wait"]
-    return float(np.mean(comp / (comp + wait)))
-
-
-def sustained_au(result: dict) -> float:
-    """The AU a full-length run converges to: min(1, loader delivery rate x computation_time).
-
-    Loaders start together and, when storage cannot keep up, never idle, so batches
-    delivered / time of the last delivery is the supply rate; when storage keeps up the
-    ratio is >= 1.  A short run measures this well, whereas DLIO's AU of a short run is
-    hidden by the prefetch buffer (read_threads x prefetch_size batches) for hundreds of
-    steps before it shows the deficit."""
-    comp = result["cfg"]["computation_time"]
-    rate = result["delivered"] / np.maximum(result["last_delivery"], 1e-12)
-    return float(np.mean(np.minimum(1.0, rate * comp)))
+        return DlioConfig(
+            record_length=float(record),
+            record_length_stdev=float(stdev),
+            samples_per_file=int(spf),
+            num_files=int(files),
+            batch_size=int(self.batch_size or p["batch_size"]),
+            read_threads=int(self.read_threads or p["read_threads"]),
+            computation_time=float(comp),
+            au_target=float(self.au_target if self.au_target is not None else p["au_target"]),
+            framework=self.framework or p["framework"],
+        )
 
 
 def _trial(ctx: RunContext, params: DlioParams, n: int) -> float:
@@ -420,7 +202,7 @@ def _trial(ctx: RunContext, params: DlioParams, n: int) -> float:
         result = simulate(env, engine, system, rng, params, n, params.search_steps, 1, False)
     except WorkloadConfigError:
         return 0.0  # too few samples for one batch per accelerator: no such run
-    return sustained_au(result)
+    return result.sustained_au()
 
 
 def max_accelerators(ctx: RunContext, params: DlioParams, target: float = 0.90,
@@ -476,55 +258,61 @@ def max_accelerators(ctx: RunContext, params: DlioParams, target: float = 0.90,
 def run(ctx: RunContext, params: DlioParams) -> WorkloadOutcome:
     n = params.accelerators
     res = simulate(ctx.env, ctx.engine, ctx.system, ctx.rng, params, n, params.total_training_steps, params.epochs, True)
-    cfg = res["cfg"]
-    steps, epochs = res["steps"], params.epochs
-    samples_per_epoch = n * steps * cfg["batch_size"]
-    throughput = float(np.mean(samples_per_epoch / res["epoch_time"]))
-    total_bytes = res["totals"]["bytes_disk"] + res["totals"]["bytes_cache"]
-    sim_time = float(res["epoch_time"].sum())
-    metrics = {
-        "train_au_percentage": 100.0 * au_of(res),
-        "train_au_meet_expectation": float(au_of(res) >= cfg["au_target"]),
-        "au_target_percentage": 100.0 * cfg["au_target"],
-        "train_throughput_mean_samples_per_second": throughput,
-        "train_io_mean_MB_per_second": throughput * cfg["record_length"] / MiB,
-        "storage_read_MB_per_second": res["totals"]["bytes_disk"] / sim_time / 1e6 if sim_time > 0 else 0.0,
-        "accelerators": float(n),
-        "epochs": float(epochs),
-        "steps_per_epoch": float(steps),
-        "samples_read": float(res["totals"]["samples"]),
-        "bytes_read_GB": total_bytes / 1e9,
-        "bytes_read_from_storage_GB": res["totals"]["bytes_disk"] / 1e9,
-        "epoch_time_mean_seconds": float(res["epoch_time"].mean()),
-        "dataset_GB": res["dataset_bytes"] / 1e9,
-    }
-    detail: dict = {
-        "resolved": cfg,
-        "dataset_samples": res["dataset_samples"],
-        "dataset_fits_page_cache": bool(res["fits"]),
-        "epoch_time_seconds": res["epoch_time"].tolist(),
-        "wait_seconds_by_epoch_and_accelerator": res["wait"].tolist(),
-        "compute_seconds_by_epoch_and_accelerator": res["compute"].tolist(),
-    }
-    if len(res["step_timings"]) <= params.step_detail_limit:
-        detail["steps"] = {"columns": ["epoch", "accelerator", "wait_s", "compute_s"], "rows": res["step_timings"]}
+    metrics, detail = _metrics(res)
+    if len(res.step_timings) <= params.step_detail_limit:
+        detail["steps"] = {"columns": ["epoch", "accelerator", "wait_s", "compute_s"], "rows": res.step_timings}
     if params.search_au:
         seen: dict[int, float] = {}
         best, trials = max_accelerators(ctx, params, 0.90, seen)
         metrics["max_accelerators_au90"] = float(best)
         # the MLPerf Storage headline uses the workload's own minimum AU (cosmoflow: 70 %)
-        if cfg["au_target"] != 0.90:
-            best, trials = max_accelerators(ctx, params, cfg["au_target"], seen)
+        if res.cfg.au_target != 0.90:
+            best, trials = max_accelerators(ctx, params, res.cfg.au_target, seen)
         metrics["max_accelerators_at_au_target"] = float(best)
         detail["au_search"] = {"columns": ["accelerators", "train_au_percentage"], "rows": trials, "steps_per_run": params.search_steps}
     # power efficiency as the Micron 6550 ION brief compares drives: DLIO MB/s per watt of SSD power
-    ctx.engine.finish()
+    sim_time = float(res.epoch_time.sum())
     storage_J = sum(m.energy_J for m in ctx.engine.meters.values() if m.group == "storage")
     if sim_time > 0 and storage_J > 0:
         metrics["train_io_MB_per_second_per_ssd_W"] = metrics["train_io_mean_MB_per_second"] / (storage_J / sim_time)
     units = {"train_io_mean_MB_per_second": "MiB/s (DLIO's MB)", "train_au_percentage": "%",
              "train_io_MB_per_second_per_ssd_W": "MiB/s per W (all drives)"}
     return WorkloadOutcome(metrics, detail, units)
+
+
+def _metrics(res: DlioRun) -> tuple[dict[str, float], dict]:
+    """DLIO's metrics (names and definitions as DLIO prints them) and the run's detail."""
+    cfg, n, steps = res.cfg, res.n_acc, res.steps
+    samples_per_epoch = n * steps * cfg.batch_size
+    throughput = float(np.mean(samples_per_epoch / res.epoch_time))
+    total_bytes = res.totals.bytes_disk + res.totals.bytes_cache
+    sim_time = float(res.epoch_time.sum())
+    au = res.au()
+    metrics = {
+        "train_au_percentage": 100.0 * au,
+        "train_au_meet_expectation": float(au >= cfg.au_target),
+        "au_target_percentage": 100.0 * cfg.au_target,
+        "train_throughput_mean_samples_per_second": throughput,
+        "train_io_mean_MB_per_second": throughput * cfg.record_length / MiB,
+        "storage_read_MB_per_second": res.totals.bytes_disk / sim_time / 1e6 if sim_time > 0 else 0.0,
+        "accelerators": float(n),
+        "epochs": float(res.epochs),
+        "steps_per_epoch": float(steps),
+        "samples_read": float(res.totals.samples),
+        "bytes_read_GB": total_bytes / 1e9,
+        "bytes_read_from_storage_GB": res.totals.bytes_disk / 1e9,
+        "epoch_time_mean_seconds": float(res.epoch_time.mean()),
+        "dataset_GB": res.dataset_bytes / 1e9,
+    }
+    detail: dict = {
+        "resolved": dataclasses.asdict(cfg),
+        "dataset_samples": cfg.dataset_samples,
+        "dataset_fits_page_cache": bool(res.fits),
+        "epoch_time_seconds": res.epoch_time.tolist(),
+        "wait_seconds_by_epoch_and_accelerator": res.wait.tolist(),
+        "compute_seconds_by_epoch_and_accelerator": res.compute.tolist(),
+    }
+    return metrics, detail
 
 
 WORKLOAD = Workload("dlio", DlioParams, run)

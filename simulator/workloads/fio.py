@@ -48,8 +48,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Generator
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import simpy
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import Constraint, Flow
 from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, Usage, Volume, mix_laws
@@ -162,92 +165,126 @@ def _pct_name(p: float) -> str:
 # ---------------------------------------------------------------------------- run
 
 
-def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
-    env, engine, system = ctx.env, ctx.engine, ctx.system
-    volume = system.volume
-    capacity = float(volume.capacity_bytes)
-    size_job = params.size if params.size is not None else capacity
-    if params.size is not None and params.size * (1 if params.filename else params.numjobs) > capacity * (1 + 1e-9):
-        total = params.size * params.numjobs
-        raise WorkloadConfigError(
-            f"workload.size: {params.numjobs} job(s) x {params.size / 1e9:g} GB = {total / 1e9:g} GB does not fit "
-            f"on the volume's {capacity / 1e9:g} GB (give `filename` to share one file/device among the jobs)"
-        )
-    bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
-    n_out = d * params.numjobs
-    # the job's file: `size` per job (one shared file when a filename is given); hard disks sweep it
-    volume.occupy(min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity))
-    lat_r = volume.qd1_latency_s(Access("read", bs, params.pattern))
-    lat_w = volume.qd1_latency_s(Access("write", bs, params.pattern))
-    # closed loop: N outstanding requests get X(N) from the volume's law; each job keeps its share d / N
-    law = job_law(volume, params)
-    x = law.requests_per_second(n_out)
-    bound = d * bs * x / n_out if math.isfinite(x) else None
-    deadline = params.runtime
-    if params.time_based and deadline is not None:
-        per_job_amount = bound * deadline * 1.01 + bs if bound is not None else 1e18
-    else:
-        per_job_amount = params.io_size if params.io_size is not None else size_job
-    gate = engine.constraint(f"fio.{params.name}.gate", math.inf)
-    stop = env.event()
-    flows: list[list[Flow]] = [[] for _ in range(params.numjobs)]
-    job_end = [0.0] * params.numjobs
-    written = [0.0] * params.numjobs    # host bytes each job has written (all segments started)
-    ssd_drives = [x for x in volume.unique_drives if x.tracks_writes]
-    fill_trace: list[tuple[float, float, float]] = []  # (time, mean fill of the SSDs, bytes written so far)
+@dataclass
+class _FioJobs:
+    """The fio job model: `numjobs` closed-loop jobs on one volume, each a chain of flow segments.
 
-    def mean_fill() -> float:
-        return sum(x.fill for x in ssd_drives) / len(ssd_drives) if ssd_drives else 0.0
+    Each job is one flow at a time, bounded by its share d / N of the volume's
+    closed-loop rate X(N); writes are cut into FILL_SEGMENT segments so the
+    drives' fill state is re-read between them.  A gate constraint stops every
+    job at `runtime`."""
 
-    def overwrite_share(j: int) -> float:
-        if rs >= 1.0:
+    ctx: RunContext
+    params: FioParams
+    volume: Volume
+    size_job: float          # bytes of each job's file (`size`, or the whole volume)
+    per_job_amount: float    # bytes each job moves (time-based: more than it can move in `runtime`)
+    law: ConcurrencyLaw      # the volume's closed-loop law for the job's mix
+    bound: float | None      # each job's rate bound, bytes/s (None: the engine alone limits it)
+    gate: Constraint
+    stop: simpy.Event
+    flows: list[list[Flow]] = field(default_factory=list)
+    job_end: list[float] = field(default_factory=list)
+    written: list[float] = field(default_factory=list)     # host bytes each job has written (all segments started)
+    ssd_drives: list[Drive] = field(default_factory=list)
+    fill_trace: list[tuple[float, float, float]] = field(default_factory=list)  # (time, mean SSD fill, bytes written)
+
+    @classmethod
+    def plan(cls, ctx: RunContext, params: FioParams) -> tuple[_FioJobs, float, float]:
+        """The job model on ctx.system.volume, and the volume's QD1 read and write latencies."""
+        engine, volume = ctx.engine, ctx.system.volume
+        capacity = float(volume.capacity_bytes)
+        size_job = params.size if params.size is not None else capacity
+        if params.size is not None and params.size * (1 if params.filename else params.numjobs) > capacity * (1 + 1e-9):
+            total = params.size * params.numjobs
+            raise WorkloadConfigError(
+                f"workload.size: {params.numjobs} job(s) x {params.size / 1e9:g} GB = {total / 1e9:g} GB does not fit "
+                f"on the volume's {capacity / 1e9:g} GB (give `filename` to share one file/device among the jobs)"
+            )
+        bs, d = params.bs, params.outstanding_per_job
+        n_out = d * params.numjobs
+        # the job's file: `size` per job (one shared file when a filename is given); hard disks sweep it
+        volume.occupy(min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity))
+        lat_r = volume.qd1_latency_s(Access("read", bs, params.pattern))
+        lat_w = volume.qd1_latency_s(Access("write", bs, params.pattern))
+        # closed loop: N outstanding requests get X(N) from the volume's law; each job keeps its share d / N
+        law = job_law(volume, params)
+        x = law.requests_per_second(n_out)
+        bound = d * bs * x / n_out if math.isfinite(x) else None
+        deadline = params.runtime
+        if params.time_based and deadline is not None:
+            per_job_amount = bound * deadline * 1.01 + bs if bound is not None else 1e18
+        else:
+            per_job_amount = params.io_size if params.io_size is not None else size_job
+        gate = engine.constraint(f"fio.{params.name}.gate", math.inf)
+        jobs = cls(ctx, params, volume, size_job, per_job_amount, law, bound, gate, ctx.env.event(),
+                   flows=[[] for _ in range(params.numjobs)], job_end=[0.0] * params.numjobs, written=[0.0] * params.numjobs,
+                   ssd_drives=[x for x in volume.unique_drives if x.tracks_writes])
+        return jobs, lat_r, lat_w
+
+    def mean_fill(self) -> float:
+        return sum(x.fill for x in self.ssd_drives) / len(self.ssd_drives) if self.ssd_drives else 0.0
+
+    def overwrite_share(self, j: int) -> float:
+        params = self.params
+        if params.read_share >= 1.0:
             return 0.0
         # jobs given one `filename` share one file: its coverage grows with what all of them wrote
-        mine = sum(written) if params.filename else written[j]
+        mine = sum(self.written) if params.filename else self.written[j]
         if params.overwrite:
             return 1.0  # the file exists already
         if params.pattern == "rand" and params.norandommap:
-            return 1.0 - math.exp(-mine / size_job)
-        return 1.0 if mine >= size_job * (1 - 1e-9) else 0.0  # a later pass over the file overwrites it
+            return 1.0 - math.exp(-mine / self.size_job)
+        return 1.0 if mine >= self.size_job * (1 - 1e-9) else 0.0  # a later pass over the file overwrites it
 
-    def job(j: int):
-        remaining = per_job_amount
-        segment = math.inf if rs >= 1.0 else max(bs, FILL_SEGMENT * capacity / (1 - rs))
-        while remaining > bs * 1e-9 and not stop.triggered:
+    def job(self, j: int) -> Generator[simpy.Event, object, None]:
+        env, engine, params = self.ctx.env, self.ctx.engine, self.params
+        bs, rs = params.bs, params.read_share
+        remaining = self.per_job_amount
+        segment = math.inf if rs >= 1.0 else max(bs, FILL_SEGMENT * float(self.volume.capacity_bytes) / (1 - rs))
+        while remaining > bs * 1e-9 and not self.stop.triggered:
             amount = min(remaining, segment)
-            usage = [*job_usage(volume, params, overwrite_share(j)), (gate, 1.0)]
-            flow = engine.start(f"fio.{params.name}.job{j}", amount, usage, max_rate=bound)
-            flows[j].append(flow)
-            written[j] += amount * (1 - rs)
-            yield flow.done | stop
+            usage = [*job_usage(self.volume, params, self.overwrite_share(j)), (self.gate, 1.0)]
+            flow = engine.start(f"fio.{params.name}.job{j}", amount, usage, max_rate=self.bound)
+            self.flows[j].append(flow)
+            self.written[j] += amount * (1 - rs)
+            yield flow.done | self.stop
             if flow.done.triggered:
                 remaining -= amount
-                job_end[j] = env.now
+                self.job_end[j] = env.now
                 if rs < 1.0:
-                    engine.finish()
-                    fill_trace.append((env.now, mean_fill(), sum(f.delivered for fl in flows for f in fl) * (1 - rs)))
+                    engine.settle()  # a time series of results: read the drives' fill and bytes delivered now
+                    delivered = sum(f.delivered for fl in self.flows for f in fl)
+                    self.fill_trace.append((env.now, self.mean_fill(), delivered * (1 - rs)))
 
-    fill_trace.append((0.0, mean_fill(), 0.0))
-    start = env.now
-    jobs = [env.process(job(j)) for j in range(params.numjobs)]
-    finished = env.all_of(jobs)
-
-    def control():
+    def control(self, finished: simpy.Event) -> Generator[simpy.Event, object, None]:
+        deadline = self.params.runtime
         if deadline is None:
             yield finished
             return
-        yield finished | env.timeout(deadline)
+        yield finished | self.ctx.env.timeout(deadline)
         if not finished.triggered:
             # runtime reached: the gate stops every job's flow now (fio stops at runtime)
-            engine.set_capacity(gate, 0.0)
-            stop.succeed()
+            self.ctx.engine.set_capacity(self.gate, 0.0)
+            self.stop.succeed()
 
-    env.run(until=env.process(control()))
-    engine.finish()
-    end = env.now
-    elapsed_job = [(end if stop.triggered else job_end[j]) - start for j in range(params.numjobs)]
-    moved = [sum(f.delivered for f in fl) for fl in flows]
-    return _outcome(ctx, params, moved, elapsed_job, (lat_r, lat_w, law), fill_trace, flows, volume, ssd_drives)
+    def run(self) -> tuple[list[float], list[float]]:
+        """Run the jobs to the end (or `runtime`): (bytes each job moved, each job's runtime in seconds)."""
+        env = self.ctx.env
+        self.fill_trace.append((0.0, self.mean_fill(), 0.0))
+        start = env.now
+        finished = env.all_of([env.process(self.job(j)) for j in range(self.params.numjobs)])
+        self.ctx.engine.run(until=env.process(self.control(finished)))
+        end = env.now
+        elapsed_job = [(end if self.stop.triggered else self.job_end[j]) - start for j in range(self.params.numjobs)]
+        moved = [sum(f.delivered for f in fl) for fl in self.flows]
+        return moved, elapsed_job
+
+
+def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
+    jobs, lat_r, lat_w = _FioJobs.plan(ctx, params)
+    moved, elapsed_job = jobs.run()
+    return _outcome(jobs, moved, elapsed_job, (lat_r, lat_w))
 
 
 def _utilisation(flows: list[list[Flow]], elapsed: float) -> float:
@@ -266,19 +303,11 @@ def _utilisation(flows: list[list[Flow]], elapsed: float) -> float:
     return min(1.0, u)
 
 
-def _outcome(
-    ctx: RunContext,
-    params: FioParams,
-    moved: list[float],
-    elapsed_job: list[float],
-    latencies: tuple[float, float, ConcurrencyLaw],
-    fill_trace: list[tuple[float, float, float]],
-    flows: list[list[Flow]],
-    volume: Volume,
-    ssd_drives: list[Drive],
-) -> WorkloadOutcome:
+def _outcome(jobs: _FioJobs, moved: list[float], elapsed_job: list[float], latencies: tuple[float, float]) -> WorkloadOutcome:
+    ctx, params, flows, fill_trace, ssd_drives = jobs.ctx, jobs.params, jobs.flows, jobs.fill_trace, jobs.ssd_drives
     bs, rs, d = params.bs, params.read_share, params.outstanding_per_job
-    lat_r, lat_w, law = latencies
+    lat_r, lat_w = latencies
+    law = jobs.law
     l0, units_law = law.qd1_latency_s, law.units
     runtime = max(elapsed_job) if elapsed_job else 0.0
     total = sum(moved)

@@ -167,8 +167,7 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
             phase["training"] += env.now - t
 
     env.process(loop())
-    env.run()
-    engine.finish()
+    engine.run()
     total = env.now
     reads = ios_per_batch * params.iterations
     agg = phase["aggregation"]

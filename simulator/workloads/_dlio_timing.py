@@ -1,0 +1,300 @@
+"""DLIO's timing model: loader workers feeding trainers through the volume (see simulator/workloads/dlio.py).
+
+`simulate` runs one DLIO configuration on a system and returns a DlioRun: the
+raw timings from which dlio.py computes DLIO's metrics and the AU search.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import simpy
+from iowatt.simulator.flows import Constraint, FlowEngine
+from iowatt.simulator.machine import GPURuntime
+from iowatt.simulator.storage import Access, ConcurrencyLaw, Usage
+from iowatt.simulator.system import SystemRuntime
+from iowatt.simulator.workloads import WorkloadConfigError
+
+if TYPE_CHECKING:
+    from iowatt.simulator.workloads.dlio import DlioParams
+
+
+@dataclass(frozen=True)
+class DlioConfig:
+    """A DLIO workload resolved against its preset and the host (DlioParams.resolved)."""
+
+    record_length: float
+    record_length_stdev: float
+    samples_per_file: int
+    num_files: int
+    batch_size: int
+    read_threads: int
+    computation_time: float
+    au_target: float
+    framework: str
+
+    @property
+    def dataset_samples(self) -> int:
+        return self.num_files * self.samples_per_file
+
+    @property
+    def tensorflow(self) -> bool:
+        return self.framework == "tensorflow"
+
+
+@dataclass
+class DlioTotals:
+    samples: int = 0
+    bytes_disk: float = 0.0
+    bytes_cache: float = 0.0
+
+
+@dataclass
+class DlioRun:
+    """Raw timings of one run, per (epoch, accelerator) where arrays."""
+
+    cfg: DlioConfig
+    steps: int                    # steps per accelerator per epoch
+    n_acc: int
+    epochs: int
+    fits: bool                    # the dataset fits the page cache: epochs after the first read DRAM
+    dataset_bytes: float
+    wait: np.ndarray              # I/O stall of the trainers, seconds
+    first_wait: np.ndarray        # the first step's stall (left out of AU)
+    compute: np.ndarray           # compute time, seconds
+    delivered: np.ndarray         # loader deliveries (batches), for the sustained-AU estimate of the search
+    last_delivery: np.ndarray     # time of the last delivery from the epoch's start, seconds
+    epoch_time: np.ndarray        # per epoch, seconds
+    totals: DlioTotals = field(default_factory=DlioTotals)
+    step_timings: list[list[float]] = field(default_factory=list)  # [epoch, accelerator, wait_s, compute_s]
+
+    @classmethod
+    def empty(cls, cfg: DlioConfig, steps: int, n_acc: int, epochs: int, fits: bool, dataset_bytes: float) -> DlioRun:
+        z = lambda: np.zeros((epochs, n_acc))  # noqa: E731
+        return cls(cfg, steps, n_acc, epochs, fits, dataset_bytes, z(), z(), z(), z(), z(), np.zeros(epochs))
+
+    def au(self) -> float:
+        """DLIO's accelerator utilisation: compute time / step time, mean over accelerators and epochs.
+
+        The first step's wait is left out (MLPerf Storage Submission_guidelines.md section 4: the I/O
+        of the first step is excluded from AU, to keep pipeline start-up out of the average;
+        samples/s still include it)."""
+        comp, wait = self.compute, self.wait - self.first_wait
+        return float(np.mean(comp / (comp + wait)))
+
+    def sustained_au(self) -> float:
+        """The AU a full-length run converges to: min(1, loader delivery rate x computation_time).
+
+        Loaders start together and, when storage cannot keep up, never idle, so batches
+        delivered / time of the last delivery is the supply rate; when storage keeps up the
+        ratio is >= 1.  A short run measures this well, whereas DLIO's AU of a short run is
+        hidden by the prefetch buffer (read_threads x prefetch_size batches) for hundreds of
+        steps before it shows the deficit."""
+        comp = self.cfg.computation_time
+        rate = self.delivered / np.maximum(self.last_delivery, 1e-12)
+        return float(np.mean(np.minimum(1.0, rate * comp)))
+
+
+def _law_capacity_Bps(law: ConcurrencyLaw, block_bytes: float, in_flight: int) -> float:
+    """Bytes/s the volume serves with `in_flight` reads outstanding (inf when none: the constraint is idle)."""
+    return math.inf if in_flight <= 0 else law.bytes_per_second(block_bytes, in_flight)
+
+
+def sample_sizes(rng: np.random.Generator, n: int, mean: float, stdev: float) -> np.ndarray:
+    """n sample sizes from a normal truncated symmetrically at +-2 sigma (so the mean is kept), >= 1 byte."""
+    if stdev <= 0.0 or n == 0:
+        return np.full(n, float(mean))
+    half = min(2.0 * stdev, mean - 1.0)
+    out = rng.normal(mean, stdev, n)
+    bad = np.abs(out - mean) > half
+    while bad.any():
+        out[bad] = rng.normal(mean, stdev, int(bad.sum()))
+        bad = np.abs(out - mean) > half
+    return np.round(out)
+
+
+class _ReadPath:
+    """What a loader worker's bytes cross, its rate bounds, and the volume's concurrency as streams start and stop."""
+
+    def __init__(self, engine: FlowEngine, system: SystemRuntime, params: DlioParams, cfg: DlioConfig, n_acc: int) -> None:
+        self.engine = engine
+        record = cfg.record_length
+        tensorflow = self.tensorflow = cfg.tensorflow
+        # rand: a small file is one request at a random place; seq: a sample streams in requests of
+        # read_block_size (PyTorch readers read sample by sample) or transfer_size (TensorFlow's
+        # TFRecordDataset fills its buffer from the file, across record boundaries: capped by the file)
+        if params.read_pattern == "rand":
+            block = record
+        elif tensorflow:
+            block = min(params.transfer_size, record * cfg.samples_per_file)
+        else:
+            block = min(params.read_block_size, record)
+        self.block = block
+        # PyTorch: every loader worker keeps one request in flight (synchronous file reads).
+        # TensorFlow: DLIO's TF reader opens one TFRecordDataset per rank without num_parallel_reads,
+        # so each rank reads its files as ONE sequential stream (read_threads only parallelise parsing).
+        # The drives see that many requests (hard disks reorder them: shorter seeks, models.hdd).
+        outstanding = n_acc if tensorflow else n_acc * cfg.read_threads
+        request = Access("read", block, params.read_pattern, outstanding)
+        disk = system.volume.usage(request)
+        cpu_coeff = 1.0 / params.cpu_bytes_per_core_second + params.cpu_seconds_per_sample / record
+        disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, cpu_coeff)]
+        self.cache_usage: Usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff)]
+        # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
+        self.stream_rate = block / system.volume.qd1_latency_s(request.with_(queue_depth=1.0))
+        # SSDs: the streams' requests collide on the drives' flash units (concurrency law of models.ssd):
+        # with n streams reading, together they get n / (L0 + (n - 1) S) requests/s; n follows the
+        # streams that are reading at each instant (a TF rank is one stream however many workers it has)
+        # (TF: each rank's stream constraint gets its share X(n) / n, so a rank with more parsing workers
+        # reading does not take more than one stream's share; PyTorch: one shared constraint, one flow per stream)
+        # (the N / L0 bound of disks and routed volumes is what the per-stream rates already impose: left out)
+        law = system.volume.concurrency(request)
+        self.law: ConcurrencyLaw | None = law if law.units else None
+        self.concurrency = engine.constraint("dlio.ssd_concurrency", math.inf) if self.law is not None and not tensorflow else None
+        self.in_flight = 0
+        self.reading = [0] * n_acc  # disk flows per rank
+        self.streams: list[Constraint] = []
+        if self.concurrency is not None:
+            disk_usage.append((self.concurrency, 1.0))
+        self.worker_cache_rate = 1.0 / cpu_coeff  # a worker is one process: at most one core
+        if tensorflow:
+            # the rank's single read stream is a shared constraint of all its parsing workers
+            self.streams = [engine.constraint(f"dlio.r{r}.stream", self.stream_rate) for r in range(n_acc)]
+            self.rank_disk_usage = [[*disk_usage, (self.streams[r], 1.0)] for r in range(n_acc)]
+            self.worker_disk_rate = self.worker_cache_rate
+        else:
+            self.rank_disk_usage = [disk_usage] * n_acc
+            self.worker_disk_rate = min(self.worker_cache_rate, self.stream_rate)
+
+    def stream_started(self, rank: int, delta: int) -> None:
+        """A disk flow of `rank` started (+1) or ended (-1): follow the volume's concurrency law."""
+        law = self.law
+        if law is None:
+            return
+        before = self.reading[rank]
+        self.reading[rank] += delta
+        if self.tensorflow:
+            changed = int(self.reading[rank] > 0) - int(before > 0)
+            if changed:
+                self.in_flight += changed
+                share = _law_capacity_Bps(law, self.block, self.in_flight) / max(1, self.in_flight)
+                for c in self.streams:
+                    self.engine.set_capacity(c, min(self.stream_rate, share))
+        elif self.concurrency is not None:
+            self.in_flight += delta
+            self.engine.set_capacity(self.concurrency, _law_capacity_Bps(law, self.block, self.in_flight))
+
+
+class _Training:
+    """The trainers and their loader workers for one run; fills a DlioRun."""
+
+    def __init__(self, env: simpy.Environment, engine: FlowEngine, path: _ReadPath, params: DlioParams,
+                 out: DlioRun, batch_bytes: np.ndarray, gpus: list[GPURuntime], keep_steps: bool) -> None:
+        self.env, self.engine, self.path, self.params, self.out = env, engine, path, params, out
+        self.batch_bytes = batch_bytes
+        self.gpus = gpus
+        self.keep_steps = keep_steps
+        self.epoch_start = 0.0
+
+    def worker(self, rank: int, epoch: int, queue: simpy.Store, slots: simpy.Container, counter: list[int],
+               cached: bool) -> Generator[simpy.Event, object, None]:
+        env, path, out = self.env, self.path, self.out
+        usage = path.cache_usage if cached else path.rank_disk_usage[rank]
+        rate = path.worker_cache_rate if cached else path.worker_disk_rate
+        steps, bs = out.steps, out.cfg.batch_size
+        while counter[0] < steps:
+            yield slots.get(1)
+            if counter[0] >= steps:
+                yield slots.put(1)
+                return
+            index = counter[0]
+            counter[0] += 1
+            amount = float(self.batch_bytes[rank, index])
+            if not cached:
+                path.stream_started(rank, 1)
+            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate)
+            if not cached:
+                path.stream_started(rank, -1)
+            out.totals.samples += bs
+            if cached:
+                out.totals.bytes_cache += amount
+            else:
+                out.totals.bytes_disk += amount
+            out.delivered[epoch, rank] += 1
+            out.last_delivery[epoch, rank] = env.now - self.epoch_start
+            yield queue.put(index)
+
+    def trainer(self, rank: int, epoch: int, cached: bool) -> Generator[simpy.Event, object, None]:
+        env, out = self.env, self.out
+        threads, prefetch = out.cfg.read_threads, self.params.prefetch_size
+        comp = out.cfg.computation_time
+        queue = simpy.Store(env)
+        slots = simpy.Container(env, init=threads * prefetch, capacity=threads * prefetch)
+        counter = [0]
+        for _ in range(threads):
+            env.process(self.worker(rank, epoch, queue, slots, counter, cached))
+        for _step in range(out.steps):
+            asked = env.now
+            yield queue.get()
+            yield slots.put(1)
+            got = env.now
+            if self.gpus:
+                g = self.gpus[rank % len(self.gpus)]
+                yield self.engine.transfer(f"dlio.r{rank}.compute", comp, [(g.compute, 1.0)])
+            else:
+                yield env.timeout(comp)
+            if _step == 0:  # MLPerf Storage / DLIO: the first step's I/O is left out of AU
+                out.first_wait[epoch, rank] = got - asked
+            out.wait[epoch, rank] += got - asked
+            out.compute[epoch, rank] += env.now - got
+            if self.keep_steps:
+                out.step_timings.append([epoch, rank, got - asked, env.now - got])
+
+    def epochs(self) -> Generator[simpy.Event, object, None]:
+        env, out = self.env, self.out
+        for epoch in range(out.epochs):
+            cached = out.fits and epoch > 0
+            start = env.now
+            self.epoch_start = start
+            yield simpy.AllOf(env, [env.process(self.trainer(r, epoch, cached)) for r in range(out.n_acc)])
+            out.epoch_time[epoch] = env.now - start
+
+
+def simulate(
+    env: simpy.Environment,
+    engine: FlowEngine,
+    system: SystemRuntime,
+    rng: np.random.Generator,
+    params: DlioParams,
+    n_acc: int,
+    steps_cap: int | None,
+    epochs: int,
+    keep_steps: bool,
+) -> DlioRun:
+    """Run `epochs` epochs with `n_acc` accelerators; returns raw timings."""
+    cfg = params.resolved(system.host.config.memory)
+    bs = cfg.batch_size
+    dataset_samples = cfg.dataset_samples
+    dataset_bytes = dataset_samples * cfg.record_length
+    steps = dataset_samples // (bs * n_acc)  # DLIO drops the last partial batch of each rank
+    if steps_cap is not None:
+        steps = min(steps, steps_cap)
+    if steps < 1:
+        raise WorkloadConfigError(f"workload: dataset of {dataset_samples} samples is smaller than one batch ({bs}) per accelerator ({n_acc})")
+    # sizes of the samples each rank reads (the same files every epoch)
+    sizes = sample_sizes(rng, n_acc * steps * bs, cfg.record_length, cfg.record_length_stdev)
+    batch_bytes = sizes.reshape(n_acc, steps, bs).sum(axis=2)
+    fits = params.page_cache and dataset_bytes <= params.page_cache_fraction * system.host.config.memory
+    path = _ReadPath(engine, system, params, cfg, n_acc)
+    gpus = system.gpus if params.use_gpus else []
+    if params.use_gpus and not gpus:
+        raise WorkloadConfigError("workload.use_gpus needs GPUs: expected system.gpus.count >= 1, found 0")
+    out = DlioRun.empty(cfg, steps, n_acc, epochs, fits, dataset_bytes)
+    training = _Training(env, engine, path, params, out, batch_bytes, gpus, keep_steps)
+    env.process(training.epochs())
+    engine.run()
+    return out
