@@ -223,7 +223,9 @@ def _register_extensions() -> None:
 
     for info in pkgutil.iter_modules(commands.__path__):
         module = importlib.import_module(f"iowatt.commands.{info.name}")
-        module.register(app)
+        register = vars(module).get("register")  # helper modules (e.g. validation_view) register nothing
+        if register is not None:
+            register(app)
 
 
 _register_extensions()
