@@ -209,7 +209,7 @@ def catalog_show(
             field,
             json.dumps(value) if not isinstance(value, str) else value,
             prov.p if prov else "",
-            "; ".join(x for x in (prov.src, prov.note) if x) if prov else "",
+            "; ".join(x for x in (prov.src, prov.note, f"fitted on {', '.join(prov.fitted_on)}" if prov.fitted_on else "") if x) if prov else "",
         )
     Console(width=140).print(table)
 

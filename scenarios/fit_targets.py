@@ -39,6 +39,10 @@ class CatalogField:
     def label(self) -> str:
         return f"catalog {self.kind} {self.device} {self.field}"
 
+    @property
+    def key(self) -> str:
+        return f"catalog:{self.kind}:{self.device}:{self.field}"
+
     def provenance(self) -> Provenance:
         from iowatt.models import catalog
 
@@ -79,6 +83,10 @@ class ScenarioField:
     @property
     def label(self) -> str:
         return f"scenario input {self.path} ({', '.join(self.files)})"
+
+    @property
+    def key(self) -> str:
+        return f"scenario:{self.path}:{','.join(sorted(self.files))}"
 
     def _raw(self, name: str) -> dict[str, object]:
         return read_yaml(LIBRARY_DIR / name)
@@ -122,6 +130,10 @@ class WorkloadDefault:
     @property
     def label(self) -> str:
         return f"constant {self.constant} (default of {self.workload_kind} workload.{self.field})"
+
+    @property
+    def key(self) -> str:
+        return f"constant:{self.constant}"
 
     def provenance(self) -> Provenance:
         return self.record

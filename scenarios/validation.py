@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 from iowatt.scenarios.loader import ScenarioError, read_yaml
 from iowatt.scenarios.validation_roles import CalibratedRecord, all_records, fitted_links, role_of
-from iowatt.scenarios.validation_runs import Adjust, Progress, RunCache, RunKey, RunPlanner
+from iowatt.scenarios.validation_runs import Adjust, Progress, RunCache, RunKey, RunPlanner, describe_failure
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 FORMAT_VERSION = "1.2"
@@ -278,15 +278,15 @@ def row_keys(row: Measurement, planner: RunPlanner) -> list[RunKey]:
     return [planner.key(row.scenario, row.set)]
 
 
+class _FailedRunError(Exception):
+    """The run a row reads failed: its reason is the failure already described."""
+
+
 def _read(cache: RunCache, key: RunKey, metric: str) -> float:
     outcome = cache.get(key)
     if outcome.document is None:
-        raise RuntimeError(outcome.failure or "the run failed")
+        raise _FailedRunError(outcome.failure or "the run failed")
     return lookup_metric(outcome.document, metric)
-
-
-class _RowFailure(Exception):
-    """The run a row reads failed: its reason is the failure already described."""
 
 
 def predict_row(row: Measurement, keys: list[RunKey], cache: RunCache) -> float:
@@ -294,7 +294,7 @@ def predict_row(row: Measurement, keys: list[RunKey], cache: RunCache) -> float:
     for key in keys:
         failure = cache.get(key).failure
         if failure:
-            raise _RowFailure(failure)
+            raise _FailedRunError(failure)
     if row.ratio is not None:
         num, den = row.ratio["numerator"], row.ratio["denominator"]
         top = _read(cache, keys[0], num.metric) * num.scale
@@ -314,12 +314,10 @@ def _evaluate(row: Measurement, tolerance: float, keys: list[RunKey], cache: Run
                        restates=row.restates, note=row.note)
     try:
         predicted = predict_row(row, keys, cache)
-    except _RowFailure as failure:
+    except _FailedRunError as failure:
         result.failure = str(failure)
         return result
     except Exception as error:  # any failure of one row is reported in that row, never fatal to the table
-        from iowatt.scenarios.validation_runs import describe_failure
-
         result.failure = describe_failure(error)
         return result
     result.predicted = predicted

@@ -29,8 +29,9 @@ ROLES: tuple[str, ...] = ("predicted", "fitted", "restates")
 
 @dataclass(frozen=True)
 class CalibratedRecord:
-    """One calibrated value wherever it is written, and what it was fitted on."""
+    """One calibrated value wherever it is written, and what it was fitted on; `key` names it (fit_targets' keys)."""
 
+    key: str
     label: str
     provenance: Provenance
 
@@ -39,7 +40,7 @@ def catalog_records() -> list[CalibratedRecord]:
     from iowatt.models import catalog
 
     return [
-        CalibratedRecord(f"catalog {entry.kind} {entry.name} {field}", prov)
+        CalibratedRecord(f"catalog:{entry.kind}:{entry.name}:{field}", f"catalog {entry.kind} {entry.name} {field}", prov)
         for entry in catalog.entries()
         for field, prov in entry.provenance.items()
         if prov.p == "calibrated"
@@ -58,7 +59,8 @@ def code_records() -> list[CalibratedRecord]:
             continue
         for name, prov in provenance.items():
             if isinstance(prov, Provenance) and prov.p == "calibrated":
-                records.append(CalibratedRecord(f"constant models.{info.name}.{name}", prov))
+                constant = f"models.{info.name}.{name}"
+                records.append(CalibratedRecord(f"constant:{constant}", f"constant {constant}", prov))
     return records
 
 
@@ -90,7 +92,8 @@ def scenario_records(paths: Iterable[Path]) -> list[CalibratedRecord]:
                 continue
             if prov.p == "calibrated":
                 files.setdefault((str(field), prov), []).append(_label(path))
-    return [CalibratedRecord(f"scenario input {field} ({', '.join(names)})", prov) for (field, prov), names in files.items()]
+    return [CalibratedRecord(f"scenario:{field}:{','.join(sorted(names))}", f"scenario input {field} ({', '.join(names)})", prov)
+            for (field, prov), names in files.items()]
 
 
 def all_records(scenarios: Iterable[Path] = ()) -> list[CalibratedRecord]:

@@ -140,9 +140,9 @@ def validate(
     bundle_path: Annotated[Path | None, typer.Option("--bundle", help="Trace bundle whose held-back jobs to predict.")] = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Profile YAML from `iowatt calibrate`.")] = None,
     all_jobs: Annotated[bool, typer.Option("--all", help="Predict every job of the bundle, not only the held-back ones.")] = False,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help="table or json, or markdown for a TABLE (default: table on a terminal, json otherwise).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="table or json, or markdown for a TABLE (default: table on a terminal).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a prediction misses (tables only).")] = False,
-    cross: Annotated[bool, typer.Option("--cross-validate", help="Also refit every calibrated value leaving one study out at a time, and score that study (tables only).")] = False,
+    cross: Annotated[bool, typer.Option("--cross-validate", help="Also refit the calibrated values leaving one study out at a time (tables only).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Scenario runs in parallel processes (tables only); results keep the table's order.")] = 1,
 ) -> None:
     """Predict measurements and print predicted vs measured with the error."""

@@ -71,7 +71,7 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
         write_text(json.dumps(document, indent=2) + "\n", None)
     elif chosen == "markdown":
         command = f"iowatt validate {path.as_posix()}{' --cross-validate' if cross else ''} --format markdown"
-        write_text(render_markdown(report, validation, command), None)
+        write_text(render_markdown(report, validation, command, path.as_posix()), None)
     else:
         write_text(render_text(report, validation), None)
     failed = any(r.failure for r in report.rows) or (validation is not None and any(r.failure for s in validation.studies for r in s.rows))
