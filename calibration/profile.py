@@ -7,7 +7,7 @@
       NAME: {...every SSDSpec field, wrapped with provenance...}
     calibration: {base, bundle, holdout, uncertainty, residuals, ...}
 
-Fitted values carry `p: calibrated` and `src: <bundle path> (manifest <id>)`;
+Fitted values carry `p: calibrated`, `src: <bundle path> (manifest <id>)` and `fitted_on: [<bundle path>]`;
 values the bundle does not inform keep the base device's value and provenance,
 with a note saying so.
 """
@@ -86,7 +86,7 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
                 note += f"; relative standard error {result.rel_stderr[key]:.2%}"
             if key.startswith("active_"):
                 note += f"; incremental power from {power.get('column')} over idle_W of the base"
-            fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note}
+            fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note, "fitted_on": [bundle_path]}
             continue
         prov = base.provenance.get(key)
         if prov is None:
@@ -105,6 +105,7 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
         "v": bool(result.writes_queue),
         "p": "calibrated",
         "src": bundle_path,
+        "fitted_on": [bundle_path],
         "note": "the fit compared writes acknowledged from a buffer with writes that queue on the units, and kept the better",
     }
     return fields

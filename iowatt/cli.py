@@ -209,7 +209,7 @@ def catalog_show(
             field,
             json.dumps(value) if not isinstance(value, str) else value,
             prov.p if prov else "",
-            "; ".join(x for x in (prov.src, prov.note) if x) if prov else "",
+            "; ".join(x for x in (prov.src, prov.note, f"fitted on {', '.join(prov.fitted_on)}" if prov.fitted_on else "") if x) if prov else "",
         )
     Console(width=140).print(table)
 
@@ -223,7 +223,9 @@ def _register_extensions() -> None:
 
     for info in pkgutil.iter_modules(commands.__path__):
         module = importlib.import_module(f"iowatt.commands.{info.name}")
-        module.register(app)
+        register = vars(module).get("register")  # helper modules (e.g. validation_view) register nothing
+        if register is not None:
+            register(app)
 
 
 _register_extensions()

@@ -36,6 +36,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from iowatt.models.provenance import Provenance
+
 # Linux defaults (Documentation/admin-guide/sysctl/vm.rst): vm.dirty_ratio = 20, vm.dirty_background_ratio = 10
 DEFAULT_DIRTY_RATIO = 0.20
 DEFAULT_DIRTY_BACKGROUND_RATIO = 0.10
@@ -150,3 +152,12 @@ TORCH_SAVE_GBps_PER_CORE = 2.0
 # fit would put the D5-P5336 pass 1 about 12 % high (~700 s), so the fp16 split is the one the two rows support.
 # DLIO timed region: main.py wraps checkpointing_mechanism.checkpoint() in stats.start_ckpt/end_ckpt.
 DLIO_GENERATE_GBps_PER_CORE = 0.362
+
+# the machine-readable record of the constants above that were fitted (scenarios.published_fits refits them)
+PROVENANCE: dict[str, Provenance] = {
+    "DLIO_GENERATE_GBps_PER_CORE": Provenance(
+        p="calibrated", fitted_on=("sr.ckpt.ps1010.pass1",),
+        src="StorageReview, Scaling AI Checkpoints: D7-PS1010 pass 1 mean 464 s (scenarios/validation/published.yaml)",
+        note="solves the D7-PS1010 pass-1 mean of scenarios/library/storagereview/ckpt_ps1010.yaml; see the comment above",
+    ),
+}

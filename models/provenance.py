@@ -6,15 +6,19 @@ A catalog value is written either plain (names, enums) or wrapped:
 
 `p` is one of datasheet, measured, calibrated, assumed.  measured and
 calibrated values must name their source (`src`: a publication or a trace
-bundle); assumed values must give the reasoning (`note`).  The loader unwraps
-values for the spec and keeps a provenance record per field.
+bundle); assumed values must give the reasoning (`note`).  A calibrated value
+also names what it was fitted on (`fitted_on`: ids of rows of a validation
+table, e.g. `amax.fio.hdd.iops`, or the path of a trace bundle), so a
+validation run can tell the rows a value was fitted on from the rows it
+predicts (scenarios.validation_roles).  The loader unwraps values for the spec
+and keeps a provenance record per field.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 Kind = Literal["datasheet", "measured", "calibrated", "assumed"]
 KINDS: tuple[str, ...] = ("datasheet", "measured", "calibrated", "assumed")
@@ -26,6 +30,12 @@ class Provenance(BaseModel):
     p: Kind
     src: str = ""
     note: str = ""
+    fitted_on: tuple[str, ...] = ()
+
+    @field_validator("fitted_on", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _explained(self) -> Provenance:
@@ -33,6 +43,10 @@ class Provenance(BaseModel):
             raise ValueError(f"a {self.p} value must name its source in `src`")
         if self.p == "assumed" and not self.note:
             raise ValueError("an assumed value must give its reasoning in `note`")
+        if self.p == "calibrated" and not any(item.strip() for item in self.fitted_on):
+            raise ValueError("a calibrated value must name what it was fitted on in `fitted_on` (validation row ids or a trace bundle path)")
+        if self.p != "calibrated" and self.fitted_on:
+            raise ValueError(f"only a calibrated value has `fitted_on`, found it on a {self.p} value")
         return self
 
 
@@ -47,10 +61,13 @@ def unwrap(entry: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], dic
     for key, value in entry.items():
         path = f"{prefix}{key}"
         if is_wrapped(value):
-            extra = set(value) - {"v", "p", "src", "note"}
+            extra = set(value) - {"v", "p", "src", "note", "fitted_on"}
             if extra:
-                raise ValueError(f"{path}: unknown provenance keys {sorted(extra)} (allowed: v, p, src, note)")
-            record[path] = Provenance(p=value["p"], src=str(value.get("src", "")), note=str(value.get("note", "")))
+                raise ValueError(f"{path}: unknown provenance keys {sorted(extra)} (allowed: v, p, src, note, fitted_on)")
+            try:
+                record[path] = Provenance.model_validate({k: value[k] for k in ("p", "src", "note", "fitted_on") if k in value})
+            except ValidationError as error:
+                raise ValueError(f"{path}: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
             plain[key] = value["v"]
         elif isinstance(value, dict):
             inner, inner_record = unwrap(value, f"{path}.")

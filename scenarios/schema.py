@@ -5,9 +5,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Union
 
+from iowatt.models.provenance import Provenance
 from iowatt.simulator import workloads
 from iowatt.simulator.system import SystemConfig
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 
 class ScenarioBase(BaseModel):
@@ -17,6 +18,24 @@ class ScenarioBase(BaseModel):
     description: str = Field(default="", description="what the scenario models and where its numbers come from")
     seed: int = Field(default=0, ge=0, description="random seed; same scenario + seed = identical result")
     system: SystemConfig
+    provenance: dict[str, Provenance] = Field(
+        default_factory=dict,
+        description="where inputs of this file come from, by field path (workload.cpu_seconds_per_sample: {p: calibrated, "
+        "src, note, fitted_on: [validation row ids]}); every calibrated input names the rows it was fitted on",
+    )
+
+    @model_validator(mode="after")
+    def _provenance_paths(self) -> ScenarioBase:
+        if not self.provenance:
+            return self
+        data = self.model_dump()
+        for path in self.provenance:
+            node: object = data
+            for part in path.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    raise ValueError(f"provenance: {path!r} is not a field of this scenario (e.g. workload.cpu_seconds_per_sample)")
+                node = node[part]
+        return self
 
 
 @cache

@@ -4,24 +4,27 @@ The format is documented in docs/validation-format.md and kept stable so that
 other teams can write their own tables.  A row either points at one metric of
 one scenario run, or states a ratio between two runs (a relative claim such as
 "the P5336 takes 2.51x as long").  Rows that fail to run are reported as
-errors, never dropped.
+errors, never dropped.  Each row has a role (scenarios.validation_roles): the
+headline scores the predicted rows only; rows a value was fitted on and rows
+that restate another row are scored apart.  This module returns data; the
+command line renders it (iowatt.commands.validation_view).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
-from iowatt.scenarios.loader import ScenarioError, load, read_yaml
-from iowatt.scenarios.run import run_scenario
+from iowatt.scenarios.loader import ScenarioError, read_yaml
+from iowatt.scenarios.validation_roles import CalibratedRecord, all_records, fitted_links, role_of
+from iowatt.scenarios.validation_runs import Adjust, Progress, RunCache, RunKey, RunPlanner, describe_failure
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+FORMAT_VERSION = "1.2"
 
 # units a row may state, and the metric-name suffixes that carry each
 UNIT_SUFFIXES: dict[str, tuple[str, ...]] = {
@@ -41,12 +44,20 @@ UNIT_SUFFIXES: dict[str, tuple[str, ...]] = {
     "%": ("_percentage", "_percent"),
 }
 
+Scenario = str | dict[str, object]
+
+
+def _check_scale(value: float) -> float:
+    if not math.isfinite(value) or value == 0:
+        raise ValueError(f"`scale` must be a finite, non-zero number, found {value!r}")
+    return value
+
 
 class MetricRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scenario: str | dict[str, Any] = Field(description="path relative to the table, or an inline scenario mapping")
-    set: dict[str, Any] = Field(default_factory=dict, description="--set overrides, PATH: VALUE")
+    scenario: Scenario = Field(description="path relative to the table, or an inline scenario mapping")
+    set: dict[str, object] = Field(default_factory=dict, description="--set overrides, PATH: VALUE")
     metric: str = Field(description="path into the run's JSON result: dots and [index]")
     scale: float = Field(default=1.0, description="multiply the metric by this before comparing (unit conversion)")
 
@@ -62,24 +73,20 @@ class MetricRef(BaseModel):
         return _check_scale(value)
 
 
-def _check_scale(value: float) -> float:
-    if not math.isfinite(value) or value == 0:
-        raise ValueError(f"`scale` must be a finite, non-zero number, found {value!r}")
-    return value
-
-
 class Measurement(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
-    scenario: str | dict[str, Any] | None = None
-    set: dict[str, Any] = Field(default_factory=dict)
+    study: str | None = Field(default=None, min_length=1, description="the study the row comes from; default: the id up to its first dot")
+    scenario: Scenario | None = None
+    set: dict[str, object] = Field(default_factory=dict)
     metric: str | None = None
     scale: float = 1.0
     ratio: dict[str, MetricRef] | None = None
     measured: float
     unit: str | None = None
-    tolerance: float = Field(default=0.10, gt=0, le=10)
+    tolerance: float | None = Field(default=None, gt=0, le=10, description="relative; default: the table's tolerance for the row's kind")
+    restates: str | None = Field(default=None, min_length=1, description="id of the row whose prediction this row's follows from")
     source: str = ""
     note: str = ""
 
@@ -105,24 +112,58 @@ class Measurement(BaseModel):
             raise ValueError(f"`measured` must be a finite number, found {self.measured!r}")
         return self
 
+    @property
+    def kind(self) -> str:
+        return "ratio" if self.ratio is not None else "value"
+
+    @property
+    def study_name(self) -> str:
+        return self.study or self.id.split(".")[0]
+
+
+class Tolerance(BaseModel):
+    """The table's one tolerance convention: relative error allowed for a one-run value and for a two-run ratio."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float = Field(default=0.10, gt=0, le=10)
+    ratio: float = Field(default=0.10, gt=0, le=10)
+
 
 class ValidationTable(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     description: str = ""
+    tolerance: Tolerance = Field(default_factory=Tolerance, description="default tolerance by row kind (a number sets both)")
     measurements: list[Measurement] = Field(min_length=1)
+
+    @field_validator("tolerance", mode="before")
+    @classmethod
+    def _one_number(cls, value: object) -> object:
+        return {"value": value, "ratio": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _unique(self) -> ValidationTable:
-        seen: set[str] = set()
+        rows: dict[str, Measurement] = {}
         for row in self.measurements:
-            if row.id in seen:
+            if row.id in rows:
                 raise ValueError(f"measurement id {row.id!r} appears twice; ids must be unique")
-            seen.add(row.id)
+            rows[row.id] = row
+        for row in self.measurements:
+            target = rows.get(row.restates or "")
+            if row.restates is None:
+                continue
+            if target is None or target.id == row.id:
+                raise ValueError(f"{row.id}: `restates` must name another row of the table, found {row.restates!r}")
+            if target.restates is not None:
+                raise ValueError(f"{row.id}: restates {target.id}, which restates {target.restates}; name the row it follows from")
         return self
 
+    def tolerance_of(self, row: Measurement) -> float:
+        if row.tolerance is not None:
+            return row.tolerance
+        return self.tolerance.ratio if row.ratio is not None else self.tolerance.value
 
-_REPO = Path(__file__).resolve().parent.parent  # failure messages name scenario files relative to it
 
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
 
@@ -144,8 +185,8 @@ def parse_metric_path(path: str) -> list[str | int]:
     return parts
 
 
-def lookup_metric(document: dict[str, Any], path: str) -> float:
-    node: Any = document
+def lookup_metric(document: dict[str, object], path: str) -> float:
+    node: object = document
     walked: list[str] = []
     for part in parse_metric_path(path):
         if isinstance(part, int):
@@ -187,18 +228,26 @@ class RowResult:
     failure: str | None = None
     source: str = ""
     unit: str | None = None
+    study: str = ""
+    role: str = "predicted"         # predicted | fitted | restates (scenarios.validation_roles)
+    restates: str | None = None
+    fitted_by: tuple[str, ...] = ()  # the calibrated values whose fitted_on names this row
+    note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["fitted_by"] = list(self.fitted_by)
+        return data
 
 
 @dataclass
 class ValidationReport:
     rows: list[RowResult]
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, object] = field(default_factory=dict)
+    description: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"rows": [r.as_dict() for r in self.rows], "summary": self.summary}
+    def as_dict(self) -> dict[str, object]:
+        return {"format_version": FORMAT_VERSION, "rows": [r.as_dict() for r in self.rows], "summary": self.summary}
 
 
 class TableError(ValueError):
@@ -221,76 +270,70 @@ def read_table(path: Path) -> ValidationTable:
         raise TableError(f"{path}: invalid validation table\n  " + "\n  ".join(lines)) from None
 
 
-class _RunCache:
-    """One run per distinct (scenario, overrides): tables often read several metrics of one run."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.documents: dict[str, dict[str, Any]] = {}
-
-    def document(self, scenario: str | dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-        assignments = [f"{k}={_as_set_value(v)}" for k, v in overrides.items()]
-        if isinstance(scenario, str):
-            source: str | dict[str, Any] = str((self.base / scenario).resolve())
-        else:
-            source = scenario
-        key = hashlib.sha256(json.dumps([source, assignments], sort_keys=True, default=str).encode()).hexdigest()
-        if key not in self.documents:
-            loaded = load(source, assignments)
-            self.documents[key] = run_scenario(loaded)[0]
-        return self.documents[key]
+def row_keys(row: Measurement, planner: RunPlanner) -> list[RunKey]:
+    """The runs a row reads: one for a value, numerator and denominator for a ratio."""
+    if row.ratio is not None:
+        return [planner.key(row.ratio[side].scenario, row.ratio[side].set) for side in ("numerator", "denominator")]
+    assert row.scenario is not None
+    return [planner.key(row.scenario, row.set)]
 
 
-def _as_set_value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value)
+class _FailedRunError(Exception):
+    """The run a row reads failed: its reason is the failure already described."""
 
 
-def _evaluate(row: Measurement, cache: _RunCache) -> RowResult:
-    kind = "ratio" if row.ratio is not None else "value"
-    result = RowResult(row.id, row.measured, row.tolerance, kind, source=row.source, unit=row.unit)
+def _read(cache: RunCache, key: RunKey, metric: str) -> float:
+    outcome = cache.get(key)
+    if outcome.document is None:
+        raise _FailedRunError(outcome.failure or "the run failed")
+    return lookup_metric(outcome.document, metric)
+
+
+def predict_row(row: Measurement, keys: list[RunKey], cache: RunCache) -> float:
+    """The row's prediction from finished runs; raises with a one-line reason when it cannot be made."""
+    for key in keys:
+        failure = cache.get(key).failure
+        if failure:
+            raise _FailedRunError(failure)
+    if row.ratio is not None:
+        num, den = row.ratio["numerator"], row.ratio["denominator"]
+        top = _read(cache, keys[0], num.metric) * num.scale
+        bottom = _read(cache, keys[1], den.metric) * den.scale
+        if bottom == 0:
+            raise ZeroDivisionError("the denominator's metric is 0")
+        return top / bottom
+    assert row.metric is not None
+    # a row with a `scale` converts units itself; the metric's own name then tells the other unit
+    if row.unit is not None and row.scale == 1.0 and unit_matches(row.unit, row.metric) is False:
+        raise ValueError(f"unit {row.unit!r} does not match the metric {row.metric!r}")
+    return _read(cache, keys[0], row.metric) * row.scale
+
+
+def _evaluate(row: Measurement, tolerance: float, keys: list[RunKey], cache: RunCache) -> RowResult:
+    result = RowResult(row.id, row.measured, tolerance, row.kind, source=row.source, unit=row.unit, study=row.study_name,
+                       restates=row.restates, note=row.note)
     try:
-        if row.ratio is not None:
-            num = row.ratio["numerator"]
-            den = row.ratio["denominator"]
-            top = lookup_metric(cache.document(num.scenario, num.set), num.metric) * num.scale
-            bottom = lookup_metric(cache.document(den.scenario, den.set), den.metric) * den.scale
-            if bottom == 0:
-                raise ZeroDivisionError("the denominator's metric is 0")
-            predicted = top / bottom
-        else:
-            assert row.scenario is not None and row.metric is not None
-            # a row with a `scale` converts units itself; the metric's own name then tells the other unit
-            if row.unit is not None and row.scale == 1.0 and unit_matches(row.unit, row.metric) is False:
-                raise ValueError(f"unit {row.unit!r} does not match the metric {row.metric!r}")
-            predicted = lookup_metric(cache.document(row.scenario, row.set), row.metric) * row.scale
+        predicted = predict_row(row, keys, cache)
+    except _FailedRunError as failure:
+        result.failure = str(failure)
+        return result
     except Exception as error:  # any failure of one row is reported in that row, never fatal to the table
-        result.failure = _describe_failure(error)
+        result.failure = describe_failure(error)
         return result
     result.predicted = predicted
     result.error = (predicted - row.measured) / row.measured if row.measured != 0 else math.inf
-    result.within = abs(result.error) <= row.tolerance
-    if kind == "ratio":
+    result.within = abs(result.error) <= tolerance
+    if row.ratio is not None:
         # a claim of 'no difference' (measured exactly 1) has no direction: its tolerance alone judges it
         result.direction_ok = None if row.measured == 1 else (predicted > 1) == (row.measured > 1)
     return result
 
 
-def _describe_failure(error: Exception) -> str:
-    """One line: the error's kind and the last line of its message (scenario errors list fields first)."""
-    message = str(error).strip().strip(chr(39)).replace(f"{Path.cwd()}/", "").replace(f"{_REPO}/", "")
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    text = lines[0] if len(lines) == 1 else " | ".join(lines[:3])
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def evaluate_table(table: ValidationTable, base: Path) -> ValidationReport:
-    cache = _RunCache(base)
-    rows = [_evaluate(row, cache) for row in table.measurements]
+def score(rows: list[RowResult]) -> dict[str, object]:
+    """Counts and |error| statistics of a set of rows (the keys of format 1.1's summary)."""
     errors = [abs(r.error) for r in rows if r.error is not None]
     ratio_rows = [r for r in rows if r.kind == "ratio"]
-    summary = {
+    return {
         "n": len(rows),
         "n_within": sum(1 for r in rows if r.within),
         "n_failed": sum(1 for r in rows if r.failure),
@@ -300,45 +343,59 @@ def evaluate_table(table: ValidationTable, base: Path) -> ValidationReport:
         "n_direction": sum(1 for r in ratio_rows if r.measured != 1),
         "n_direction_ok": sum(1 for r in ratio_rows if r.direction_ok),
     }
-    return ValidationReport(rows, summary)
 
 
-def validate_file(path: Path) -> ValidationReport:
+def summarize(rows: list[RowResult]) -> dict[str, object]:
+    """Format 1.2: the headline over predicted rows (`predicted`), fitted and restating rows apart, and per study
+    (rows that restate another are left out of a study's score: they would count one prediction twice).  The
+    top-level keys of format 1.1 (all rows together) stay for this format version only."""
+    studies = list(dict.fromkeys(r.study for r in rows))
+    return {
+        **score(rows),
+        "headline": "predicted",
+        "predicted": score([r for r in rows if r.role == "predicted"]),
+        "fitted": score([r for r in rows if r.role == "fitted"]),
+        "restating": score([r for r in rows if r.role == "restates"]),
+        "by_study": {s: score([r for r in rows if r.study == s and r.role != "restates"]) for s in studies},
+    }
+
+
+def table_scenarios(table: ValidationTable, base: Path) -> list[Path]:
+    refs: list[Scenario] = []
+    for row in table.measurements:
+        refs += [row.ratio["numerator"].scenario, row.ratio["denominator"].scenario] if row.ratio is not None else [row.scenario or ""]
+    return [(base / ref).resolve() for ref in refs if isinstance(ref, str) and ref]
+
+
+def evaluate_rows(
+    table: ValidationTable, base: Path, cache: RunCache, *, adjust: Adjust | None = None, only: set[str] | None = None,
+    jobs: int = 1, progress: Progress | None = None, records: list[CalibratedRecord] | None = None,
+) -> list[RowResult]:
+    """Predict the rows (all, or the ids in `only`), with `adjust` adding overrides to every run."""
+    planner = RunPlanner(base, adjust)
+    chosen = [row for row in table.measurements if only is None or row.id in only]
+    keys = {row.id: row_keys(row, planner) for row in chosen}
+    cache.ensure([k for ks in keys.values() for k in ks], jobs, progress)
+    links = fitted_links(records if records is not None else all_records(table_scenarios(table, base)))
+    results = []
+    for row in chosen:
+        result = _evaluate(row, table.tolerance_of(row), keys[row.id], cache)
+        result.role = role_of(row.id, row.restates, links)
+        result.fitted_by = links.get(row.id, ())
+        results.append(result)
+    return results
+
+
+def evaluate_table(
+    table: ValidationTable, base: Path, *, jobs: int = 1, progress: Progress | None = None, cache: RunCache | None = None
+) -> ValidationReport:
+    rows = evaluate_rows(table, base, cache if cache is not None else RunCache(), jobs=jobs, progress=progress)
+    return ValidationReport(rows, summarize(rows), table.description)
+
+
+def validate_file(path: Path, *, jobs: int = 1, progress: Progress | None = None) -> ValidationReport:
     table = read_table(path)
-    return evaluate_table(table, path.parent)
-
-
-def render_report(report: ValidationReport) -> str:
-    import io
-
-    from iowatt.simulator.report import format_number
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(file=io.StringIO(), width=160, force_terminal=False, color_system=None)
-    table = Table(title="predicted vs measured")
-    for column in ("id", "predicted", "measured", "unit", "error %", "tol %", "ok", "note"):
-        table.add_column(column, justify="left" if column in ("id", "note", "unit") else "right", overflow="fold",
-                         no_wrap=column != "note")
-    for r in report.rows:
-        if r.failure:
-            table.add_row(r.id, "-", format_number(r.measured), r.unit or "", "-", f"{r.tolerance * 100:.0f}", "ERROR", r.failure)
-            continue
-        ok = "yes" if r.within else "NO"
-        note = "" if r.direction_ok in (None, True) else "wrong direction"
-        table.add_row(
-            r.id, format_number(r.predicted), format_number(r.measured), r.unit or ("ratio" if r.kind == "ratio" else ""),
-            f"{r.error * 100:+.1f}", f"{r.tolerance * 100:.0f}", ok, note,
-        )
-    console.print(table)
-    s = report.summary
-    med = "n/a" if s["median_abs_error"] is None else f"{s['median_abs_error'] * 100:.1f} %"
-    mx = "n/a" if s["max_abs_error"] is None else f"{s['max_abs_error'] * 100:.1f} %"
-    console.print(
-        f"rows {s['n']}, within tolerance {s['n_within']}, failed to run {s['n_failed']}, "
-        f"median |error| {med}, max |error| {mx}, ratio directions right {s['n_direction_ok']}/{s['n_direction']}"
-    )
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return evaluate_table(table, path.parent, jobs=jobs, progress=progress)
 
 
 def dump_yaml(table: ValidationTable) -> str:

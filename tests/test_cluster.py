@@ -175,16 +175,30 @@ def test_bad_cluster_values_name_the_field(change: dict[str, Any], message: str)
     assert message in str(error.value)
 
 
-def test_cluster_library_fio_runs_at_the_network_bound():
+def _cluster_fio_metrics() -> dict:
     from iowatt.scenarios.run import run_scenario
 
     scenario = load(LIB / "cluster" / "fio_ec42_6node_12clients.yaml", ["workload.runtime=2 s"])
-    metrics = run_scenario(scenario)[0]["metrics"]
+    return run_scenario(scenario)[0]["metrics"]
+
+
+def test_cluster_library_fio_obeys_littles_law():
+    """Oracle: fio's closed loop, iops x mean latency = outstanding I/Os (Little's law), 12 clients x iodepth 32."""
+    metrics = _cluster_fio_metrics()
+    assert metrics["read_iops"] * metrics["read_clat_mean_us"] * 1e-6 == pytest.approx(32 * 12, rel=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="known miss: 1 MiB sequential reads from the EC 4+2 cluster run at the clients' NIC "
+                   "goodput exactly; per-request latency (fabric round trip, drive service, EC reassembly) never keeps them below it")
+def test_cluster_1mib_reads_stay_below_nic_line_rate():
+    """Oracle: the clients' NIC goodput (models.fabric: 12 x 200GbE less NVMe/TCP headers) is an upper bound that a
+    closed loop of 32 requests per client reaches only if nothing but the NIC ever waits; with a fabric round trip and
+    drive service per request, measured clusters deliver less (the bound is asymptotic, Little's law: X = N / R).
+    1 MiB reads must stay at least 1 % below the line rate."""
+    metrics = _cluster_fio_metrics()
     header = 1 + fabric.PROTOCOLS["nvmeof-tcp"].header_bytes / (2**20 / 4)
     bound = 12 * fabric.port_goodput_Bps("200gbe", rdma=False) / header
-    assert metrics["read_bw_bytes"] == pytest.approx(bound, rel=0.01)
-    # fio's identity: iops x mean latency = outstanding I/Os (Little's law)
-    assert metrics["read_iops"] * metrics["read_clat_mean_us"] * 1e-6 == pytest.approx(32 * 12, rel=1e-6)
+    assert metrics["read_bw_bytes"] < bound * 0.99
 
 
 def test_cluster_unet3d_scenario_runs_within_the_network_bound():

@@ -105,8 +105,11 @@ def test_unet3d_6550_vs_p5336_throughput_ratio():
     assert a / b == pytest.approx(1.30, rel=0.10)
 
 
-def test_mlperf_unet3d_h100_row():
-    """MLPerf Storage v1.0, Micron 6500 ION, unet3d 1x H100: 2913.98 MiB/s at AU 96.44 % (tolerance 5 %)."""
+@pytest.mark.xfail(strict=True, reason="known miss: the model's unet3d loader never stalls the emulated H100 "
+                   "(AU 100.0 %, predicted with 24 read threads on one 6500 ION); the published run stalls 3.56 % of the time")
+def test_mlperf_unet3d_h100_accelerator_waits_as_published():
+    """Oracle: the published AU of MLPerf Storage v1.0 (Micron 6500 ION, unet3d, 1 emulated H100), 96.44 %, which no fit
+    uses.  AU is a share of at most 100 %, so a relative tolerance would accept a loader that never stalls; the test
+    asks for the stall share itself, 100 - AU = 3.56 %, within 1.5 percentage points."""
     m = _run(LIB / "mlperf_storage_v1/unet3d_h100_6500ion.yaml", "workload.search_au=false", "workload.total_training_steps=200")["metrics"]
-    assert m["train_io_mean_MB_per_second"] == pytest.approx(2913.98, rel=0.05)
-    assert m["train_au_percentage"] == pytest.approx(96.44, rel=0.05)
+    assert 100.0 - m["train_au_percentage"] == pytest.approx(100.0 - 96.44, abs=1.5)

@@ -1,20 +1,26 @@
-"""The project's own validation table against every published measurement, and the accuracy bars.
+"""The project's own validation table against every published measurement, and the goal's accuracy bars.
 
-Oracles: the reference file shared/reference/published_results.yaml (ids, values
-and units are checked against it, independently of the table), and the issue's
-accuracy bars (median |error| <= 10 %, max <= 25 %, every ratio's direction
-right, no row failing to run).  The whole rendered table is printed so that a
-failure shows what moved (`pytest -s` shows it on success too).
+Oracles: the reference file shared/reference/published_results.yaml (ids, values,
+units and relative claims are checked against it, independently of the table);
+the goal's bars on predicted rows only (median |error| <= 10 %, max <= 25 %,
+every ratio's direction right, no row failing to run), not today's worst row;
+the issue's list of rows that had a value fitted on them; and, for each row that
+says it restates another, the law that makes it a restatement (bandwidth = IOPS x
+block, Little's law, throughput = size / time) checked on the two predictions.
+The whole rendered table is printed so that a failure shows what moved.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 from pathlib import Path
 
 import pytest
 import yaml
-from iowatt.scenarios.validation import ValidationReport, read_table, render_report, validate_file
+from iowatt.scenarios.validation import ValidationReport, read_table, validate_file
+
+from iowatt.commands.validation_view import render_text
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "scenarios" / "validation" / "published.yaml"
@@ -23,8 +29,14 @@ REFERENCE_CANDIDATES = [Path(p) for p in [os.environ.get("IOWATT_REFERENCE", "")
     REPO.parent / "shared" / "reference" / "published_results.yaml",
     Path("/work/shared/reference/published_results.yaml"),
 ]
+# the goal (issue 5, restated by issue 13 on predicted rows only)
 MEDIAN_BAR = 0.10
 MAX_BAR = 0.25
+# rows a value was fitted on (issue 13's list): the 9550 / CM7-R and / PM1743 IOPS ratios (energy per I/O), the AMAX
+# HDD IOPS (reorder efficiency), the D7-PS1010 pass 1 (DLIO tensor generation), the 9200 epoch (CNTK decode time),
+# the HDD epoch (layout), both gdsio rows (P2P request window)
+FITTED = {"m9550.gnn.iops_vs_cm7r", "m9550.gnn.iops_vs_pm1743", "amax.fio.hdd.iops", "sr.ckpt.ps1010.pass1",
+          "amax.epoch.9200", "amax.epoch.hdd", "sr.gdsio.p5336.1m", "sr.gdsio.ps1010.1m"}
 
 
 def _reference() -> dict:
@@ -37,13 +49,14 @@ def _reference() -> dict:
 @pytest.fixture(scope="module")
 def report() -> ValidationReport:
     result = validate_file(TABLE)
-    print("\n" + render_report(result))
+    print("\n" + render_text(result))
     return result
 
 
 def test_table_covers_every_published_measurement_with_its_value_and_unit():
     reference = {m["id"]: m for m in _reference()["measurements"]}
-    rows = {r.id: r for r in read_table(TABLE).measurements}
+    table = read_table(TABLE)
+    rows = {r.id: r for r in table.measurements}
     missing = sorted(set(reference) - set(rows))
     assert not missing, f"published measurements without a row: {missing}"
     for mid, m in reference.items():
@@ -54,13 +67,42 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
         # a 'relative' claim, or a value without a unit that is a ratio by its reading, is a ratio row
         is_ratio = "relative" in m or "unit" not in m
         assert (row.ratio is not None) == is_ratio, mid
-        if is_ratio:
-            assert row.tolerance >= 0.05, mid
-        else:
-            assert row.tolerance == pytest.approx(0.10), mid
     extra = sorted(set(rows) - set(reference))
-    # extra rows only refine a published claim (same id prefix), never invent a measurement
-    assert all(any(e.startswith(mid + ".") for mid in reference) for e in extra), extra
+    assert not extra, f"rows that are no published measurement: {extra}"
+
+
+def test_one_tolerance_convention_stated_in_the_header_and_sources_inside_the_repository():
+    table = read_table(TABLE)
+    assert (table.tolerance.value, table.tolerance.ratio) == (0.10, 0.15)
+    assert "10 %" in table.description and "15 %" in table.description
+    assert all(row.tolerance is None for row in table.measurements), "a row sets its own tolerance"
+    assert all(row.source for row in table.measurements)
+    assert "shared/" not in TABLE.read_text(), "the table cites a path outside the repository"
+
+
+def test_fitted_rows_are_derived_from_fitted_on_and_match_the_known_fits(report):
+    fitted = {r.id for r in report.rows if r.role == "fitted"}
+    assert fitted == FITTED
+    assert all(r.fitted_by for r in report.rows if r.role == "fitted")
+    assert not any(r.fitted_by for r in report.rows if r.role != "fitted")
+
+
+def test_every_restatement_holds_by_its_law(report):
+    """Oracle: the identity each `restates` stands for, checked on the two predictions."""
+    rows = {r.id: r for r in report.rows}
+    restating = [r for r in report.rows if r.role == "restates"]
+    assert len(restating) == 9
+    for r in restating:
+        target = rows[r.restates]
+        assert target.role != "restates"
+        if r.id.endswith(".bw"):  # MB/s = IOPS x 128 KiB / 1e6
+            assert r.predicted == pytest.approx(target.predicted * 131072 / 1e6, rel=1e-6), r.id
+        elif r.id.endswith(".lat"):  # fio's closed loop at iodepth 32: latency (ms) = 32 / IOPS (Little's law)
+            assert r.predicted == pytest.approx(32 / target.predicted * 1e3, rel=1e-3), r.id
+        elif r.id == "m6550.ckpt.throughput_ratio":  # the same 415 GB in both: throughput ratio = 1 / time ratio
+            assert r.predicted == pytest.approx(target.predicted, rel=1e-6)
+        else:  # GNN time ratio vs IOPS ratio: same direction, the 9550 faster
+            assert (r.predicted < 1) == (target.predicted > 1), r.id
 
 
 def test_every_row_runs(report):
@@ -68,28 +110,28 @@ def test_every_row_runs(report):
     assert not failed, f"{len(failed)} rows failed to run: {failed}"
 
 
-def test_summary_is_computed_from_the_rows(report):
-    """Oracle: the summary recomputed here from the per-row predictions."""
-    import statistics
-
-    errors = [abs(r.predicted - r.measured) / r.measured for r in report.rows if r.predicted is not None]
-    s = report.summary
-    assert s["n"] == len(report.rows) == len(read_table(TABLE).measurements)
-    if errors:
-        assert s["median_abs_error"] == pytest.approx(statistics.median(errors))
-        assert s["max_abs_error"] == pytest.approx(max(errors))
-    assert s["n_within"] == sum(1 for r in report.rows if r.predicted is not None and abs(r.error) <= r.tolerance)
-
-
-def test_median_error_bar(report):
-    assert report.summary["median_abs_error"] is not None
-    assert report.summary["median_abs_error"] <= MEDIAN_BAR, f"median |error| {report.summary['median_abs_error']:.1%} > {MEDIAN_BAR:.0%}"
+def test_headline_is_computed_from_the_predicted_rows(report):
+    """Oracle: the headline recomputed here from the predicted rows' own predictions."""
+    predicted = [r for r in report.rows if r.role == "predicted"]
+    errors = [abs(r.predicted - r.measured) / r.measured for r in predicted]
+    headline = report.summary["predicted"]
+    assert headline["n"] == len(predicted) == 22
+    assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
+    assert headline["max_abs_error"] == pytest.approx(max(errors))
+    assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)
+    assert report.summary["n"] == len(report.rows) == len(read_table(TABLE).measurements)  # format 1.1 keys still there
 
 
-def test_max_error_bar(report):
-    worst = sorted((r for r in report.rows if r.error is not None), key=lambda r: -abs(r.error))[:5]
-    assert report.summary["max_abs_error"] is not None
-    assert report.summary["max_abs_error"] <= MAX_BAR, "worst rows: " + ", ".join(f"{r.id} {r.error:+.1%}" for r in worst)
+def test_predicted_median_error_meets_the_goal(report):
+    median = report.summary["predicted"]["median_abs_error"]
+    assert median is not None and median <= MEDIAN_BAR, f"predicted-row median |error| {median:.1%} > {MEDIAN_BAR:.0%}"
+
+
+def test_predicted_max_error_meets_the_goal(report):
+    predicted = [r for r in report.rows if r.role == "predicted" and r.error is not None]
+    worst = sorted(predicted, key=lambda r: -abs(r.error))[:5]
+    largest = report.summary["predicted"]["max_abs_error"]
+    assert largest is not None and largest <= MAX_BAR, "worst predicted rows: " + ", ".join(f"{r.id} {r.error:+.1%}" for r in worst)
 
 
 def test_every_ratio_direction_is_right(report):

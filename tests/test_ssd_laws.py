@@ -292,11 +292,23 @@ def test_endurance_against_hand_computation() -> None:
 # ---------------------------------------------------------------- power states
 
 
-def test_power_law_reproduces_the_measured_points_of_the_6550() -> None:
-    """S08 at PS1: 17.5 W at 12.7 GB/s 128K read and 17.9 W at 11.6 GB/s 16K read (e_io derived from both)."""
-    spec = SPEC_6550
-    assert ssd.power_W(spec, 12.0e9, 0, 128 * KiB) == pytest.approx(17.5, rel=1e-9)
-    assert ssd.power_W(spec, 11.6e9, 0, 16 * KiB) == pytest.approx(17.9, rel=0.04)
+def test_power_of_16k_random_writes_on_the_full_6550_matches_its_held_out_point() -> None:
+    """Oracle: a published point used in no fit.  StorageReview (S08) measured the 6550 ION at PS1 after a 2x fill at
+    17.5 W during 16 KiB random writes (1.4 GB/s); the energy per I/O was derived from the two *read* points and the
+    write energy per byte from the 128 KiB sequential write, so this point is a prediction: a steady-state run must
+    draw 17.5 W within 5 %.  (Its throughput, 1.15 GB/s predicted, is not asserted here.)"""
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
+
+    scenario = {
+        "seed": 1,
+        "system": {"server": {"cpu": "amd-epyc-9654", "sockets": 1, "memory": "256 GB"}, "gpus": {"count": 0},
+                   "storage": {"device": "micron-6550-ion", "count": 1, "power_state": "PS1", "fill": 1.0}},
+        "workload": {"kind": "fio", "rw": "randwrite", "bs": "16k", "iodepth": 256, "numjobs": 8, "size": "1000G",
+                     "direct": True, "overwrite": True, "runtime": "20 s", "time_based": True},
+    }
+    metrics = run_scenario(load(scenario))[0]["metrics"]
+    assert metrics["ssd_mean_power_W"] == pytest.approx(17.5, rel=0.05)
 
 
 def test_transition_latency_is_exit_plus_entry() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,61 @@ def test_a_no_difference_claim_has_no_direction_and_is_judged_by_its_tolerance(t
     assert rows["same"].predicted == pytest.approx(1.0) and rows["same"].within and rows["same"].direction_ok is None
     assert rows["up"].direction_ok is False and not rows["up"].within
     assert (report.summary["n_ratio"], report.summary["n_direction"], report.summary["n_direction_ok"]) == (2, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "needle"),
+    [
+        ([{"id": "a", "scenario": "x", "metric": "m.x", "measured": 1, "restates": "nosuch"}], "another row"),
+        ([{"id": "a", "scenario": "x", "metric": "m.x", "measured": 1, "restates": "a"}], "another row"),
+        ([{"id": "a", "scenario": "x", "metric": "m.x", "measured": 1},
+          {"id": "b", "scenario": "x", "metric": "m.x", "measured": 1, "restates": "a"},
+          {"id": "c", "scenario": "x", "metric": "m.x", "measured": 1, "restates": "b"}], "which restates a"),
+    ],
+)
+def test_restates_must_name_a_row_that_restates_nothing(tmp_path, rows, needle):
+    with pytest.raises(TableError, match=needle):
+        read_table(_table(tmp_path, rows))
+
+
+def test_roles_studies_and_the_table_tolerance(tmp_path):
+    """A row whose id a calibrated value's fitted_on names is `fitted` (the HDD reorder efficiency names
+    amax.fio.hdd.iops), a row with `restates` is restating, the rest predicted; the headline counts predicted rows only;
+    tolerances come from the table's convention by kind unless a row sets its own; the study is the id's first part."""
+    ref = {"scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds"}
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump({"tolerance": {"value": 0.2, "ratio": 0.3}, "measurements": [
+        {"id": "amax.fio.hdd.iops", **ref, "measured": 1.0},
+        {"id": "x.same", **ref, "measured": 1.0, "restates": "amax.fio.hdd.iops"},
+        {"id": "x.ratio", "ratio": {"numerator": ref, "denominator": ref}, "measured": 1.0},
+        {"id": "y.own", "study": "other", **ref, "measured": 1.0, "tolerance": 0.5},
+    ]}))
+    report = validate_file(path)
+    rows = {r.id: r for r in report.rows}
+    assert [rows[i].role for i in ("amax.fio.hdd.iops", "x.same", "x.ratio", "y.own")] == ["fitted", "restates", "predicted", "predicted"]
+    assert "reorder_efficiency" in rows["amax.fio.hdd.iops"].fitted_by[0]
+    assert [rows[i].tolerance for i in ("amax.fio.hdd.iops", "x.ratio", "y.own")] == [0.2, 0.3, 0.5]
+    assert [rows[i].study for i in ("amax.fio.hdd.iops", "x.ratio", "y.own")] == ["amax", "x", "other"]
+    s = report.summary
+    assert (s["n"], s["predicted"]["n"], s["fitted"]["n"], s["restating"]["n"]) == (4, 2, 1, 1)
+    assert s["predicted"]["median_abs_error"] == pytest.approx(statistics.median([abs(rows["x.ratio"].error), abs(rows["y.own"].error)]))
+    assert set(s["by_study"]) == {"amax", "x", "other"} and s["by_study"]["x"]["n"] == 1  # the restating row left out
+    data = yaml.safe_load(path.read_text())
+    data["tolerance"] = 0.25  # one number sets both kinds
+    path.write_text(yaml.safe_dump(data))
+    assert {r.id: r.tolerance for r in validate_file(path).rows}["x.ratio"] == 0.25
+
+
+def test_a_failed_row_makes_the_command_exit_1_and_still_prints_the_rest(tmp_path):
+    from typer.testing import CliRunner
+
+    from iowatt.cli import app
+
+    path = _table(tmp_path, [
+        {"id": "fine", "scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds", "measured": 1},
+        {"id": "missing", "scenario": str(DEMO), "metric": "metrics.nosuch", "measured": 1},
+    ])
+    result = CliRunner().invoke(app, ["validate", str(path), "--format", "json"])
+    assert result.exit_code == 1
+    rows = {r["id"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["fine"]["predicted"] is not None and "nosuch" in rows["missing"]["failure"]

@@ -59,14 +59,27 @@ def test_bytes_written_equal_size_times_count(count, size_GB, ranks):
     assert m["save_checkpoint_duration_mean_seconds"] >= size_GB / 14.4 * (1 - 1e-9)
 
 
+def _two_passes_on_the_p5336() -> dict:
+    return _run("workload.size=1636 GB", "workload.passes=2", "storage.device=solidigm-d5-p5336", "storage.power_state=PS0")["checkpoint"]
+
+
 def test_passes_fill_the_drive_then_overwrite():
-    doc = _run("workload.size=1636 GB", "workload.passes=2", "storage.device=solidigm-d5-p5336", "storage.power_state=PS0")
-    detail = doc["checkpoint"]
-    # floor(0.9 x 61.44 TB / 1.636 TB) = 33 per pass, as in StorageReview's study
+    """Oracle: StorageReview's study writes 33 checkpoints of 1,636 GB per pass on the 61.44 TB D5-P5336
+    (floor(0.9 x 61.44 TB / 1.636 TB) = 33), two passes."""
+    detail = _two_passes_on_the_p5336()
     assert detail["checkpoints_per_pass"] == 33
     assert len(detail["durations_seconds"]) == 66
     assert len(detail["pass_mean_seconds"]) == 2
-    assert detail["pass_mean_seconds"][1] >= detail["pass_mean_seconds"][0] * (1 - 1e-9)
+
+
+@pytest.mark.xfail(strict=True, reason="known miss: pass 2 (overwrite of a full drive) predicts the same mean as pass 1; "
+                   "the host path binds both passes and nothing on the overwrite pass slows the drive below it")
+def test_the_overwrite_pass_is_slower_than_the_fill_pass():
+    """Oracle: StorageReview's published pass means on the D5-P5336, 623 s then 676 s (+8.5 %; the D7-PS1010:
+    464 s then 579 s), and the physics they stand for: on the second pass every write overwrites valid data, so the
+    drive garbage-collects and its write rate falls.  Pass 2 must be at least 1 % slower than pass 1."""
+    means = _two_passes_on_the_p5336()["pass_mean_seconds"]
+    assert means[1] > means[0] * 1.01
 
 
 def test_restore_reads_the_checkpoint_back():
@@ -147,11 +160,10 @@ def test_every_byte_reaches_the_drive_and_fsync_waits_for_it():
 
 
 def test_storagereview_pass1_and_micron_ratio_within_published_tolerance():
-    """Published: StorageReview pass-1 means 464 s (D7-PS1010, the calibration row) and 623 s (D5-P5336, predicted);
-    Micron: P5336 / 6550 ION checkpoint time 2.51 (must stay within 15 %)."""
-    ps1010 = _run_file(SR / "ckpt_ps1010.yaml", "workload.passes=1")["metrics"]["save_checkpoint_pass1_mean_seconds"]
+    """Oracle: published rows no value was fitted on: StorageReview's D5-P5336 pass-1 mean 623 s (within 10 %) and
+    Micron's P5336 / 6550 ION checkpoint time 2.51 (within 15 %).  The D7-PS1010 pass 1 (464 s) is the row the DLIO
+    generation rate was fitted on: tests/test_published_fits.py refits it instead of asserting it here."""
     p5336 = _run_file(SR / "ckpt_p5336.yaml", "workload.passes=1")["metrics"]["save_checkpoint_pass1_mean_seconds"]
-    assert ps1010 == pytest.approx(464, rel=0.02)
     assert p5336 == pytest.approx(623, rel=0.10)
     ion = _run_file(MICRON / "checkpoint_6550_ps1.yaml")["metrics"]["save_checkpoint_duration_mean_seconds"]
     qlc = _run_file(MICRON / "checkpoint_p5336_ps0.yaml")["metrics"]["save_checkpoint_duration_mean_seconds"]

@@ -134,34 +134,16 @@ def calibrate(
     print(f"  training residuals: median |error| {errors[len(errors) // 2]:.1f} %, max {errors[-1]:.1f} %", file=sys.stderr)
 
 
-def _validate_table(path: Path, fmt: str | None, strict: bool) -> None:
-    """`iowatt validate TABLE.yaml`: run every row of a published-measurement table (docs/validation-format.md)."""
-    from iowatt.output import choose_format, write_text
-    from iowatt.scenarios.validation import TableError, render_report, validate_file
-
-    chosen = choose_format(fmt, None, ("table", "json"))
-    if not path.is_file():
-        raise UserError(f"validation table: expected an existing YAML file, found {str(path)!r}")
-    try:
-        report = validate_file(path)
-    except TableError as error:
-        raise UserError(str(error)) from None
-    if chosen == "json":
-        write_text(json.dumps(report.as_dict(), indent=2) + "\n", None)
-    else:
-        write_text(render_report(report), None)
-    if strict and any(not r.within for r in report.rows):
-        raise typer.Exit(1)
-
-
 @user_errors
 def validate(
     table: Annotated[Path | None, typer.Argument(metavar="[TABLE]", help="A validation table of published measurements (docs/validation-format.md).")] = None,
     bundle_path: Annotated[Path | None, typer.Option("--bundle", help="Trace bundle whose held-back jobs to predict.")] = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Profile YAML from `iowatt calibrate`.")] = None,
     all_jobs: Annotated[bool, typer.Option("--all", help="Predict every job of the bundle, not only the held-back ones.")] = False,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help="table or json (default: table on a terminal, json otherwise).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="table or json, or markdown for a TABLE (default: table on a terminal).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a prediction misses (tables only).")] = False,
+    cross: Annotated[bool, typer.Option("--cross-validate", help="Also refit the calibrated values leaving one study out at a time (tables only).")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Scenario runs in parallel processes (tables only); results keep the table's order.")] = 1,
 ) -> None:
     """Predict measurements and print predicted vs measured with the error."""
     from iowatt.output import choose_format, write_text
@@ -169,8 +151,12 @@ def validate(
     if bundle_path is None:
         if table is None:
             raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")
-        _validate_table(table, fmt, strict)
+        from iowatt.commands.validation_table import validate_table
+
+        validate_table(table, fmt, strict, cross, jobs)
         return
+    if cross:
+        raise UserError("--cross-validate: works on a TABLE of published measurements, not on --bundle")
     if profile_path is None:
         raise UserError("--bundle needs --profile PROFILE.yaml (from `iowatt calibrate`)")
     chosen = choose_format(fmt, None, ("table", "json"))

@@ -1,0 +1,79 @@
+"""`iowatt validate TABLE.yaml`: predict every row of a table of published measurements (docs/validation-format.md).
+
+Output goes to stdout in fixed row order whatever `--jobs`; a progress bar goes
+to stderr only when stderr is a terminal.  Exit status: 2 for a table that
+cannot be read, 1 when a row failed to run (a partial result) or, with
+`--strict`, when a row is outside its tolerance; else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+
+from iowatt.errors import UserError
+
+FORMATS = ("table", "json", "markdown")
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr when it is a terminal; nothing otherwise (pipes and files get data only)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs: int) -> None:
+    from iowatt.commands.validation_view import render_markdown, render_text
+    from iowatt.output import choose_format, write_text
+    from iowatt.scenarios.validation import TableError, evaluate_table, read_table
+    from iowatt.scenarios.validation_runs import RunCache
+
+    chosen = choose_format(fmt, None, FORMATS)
+    if not path.is_file():
+        raise UserError(f"validation table: expected an existing YAML file, found {str(path)!r}")
+    if jobs < 1:
+        raise UserError(f"--jobs: expected a whole number >= 1, found {jobs}")
+    try:
+        table = read_table(path)
+    except TableError as error:
+        raise UserError(str(error)) from None
+    cache = RunCache()
+    with _progress("scenario runs") as progress:
+        report = evaluate_table(table, path.parent, jobs=jobs, progress=progress, cache=cache)
+    validation = None
+    if cross:
+        from iowatt.scenarios.cross_validation import cross_validate
+
+        with _progress("cross-validation runs") as progress:
+            validation = cross_validate(table, path.parent, report, cache, jobs=jobs, progress=progress)
+    if chosen == "json":
+        document = report.as_dict()
+        if validation is not None:
+            document["cross_validation"] = validation.as_dict()
+        write_text(json.dumps(document, indent=2) + "\n", None)
+    elif chosen == "markdown":
+        command = f"iowatt validate {path.as_posix()}{' --cross-validate' if cross else ''} --format markdown"
+        write_text(render_markdown(report, validation, command, path.as_posix()), None)
+    else:
+        write_text(render_text(report, validation), None)
+    failed = any(r.failure for r in report.rows) or (validation is not None and any(r.failure for s in validation.studies for r in s.rows))
+    if failed or (strict and any(not r.within for r in report.rows)):
+        raise typer.Exit(1)
