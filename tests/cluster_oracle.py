@@ -22,8 +22,8 @@ def simulate_loop(stages: list[Stage], per_chain: int, chains: int, delay_s: flo
     env = simpy.Environment()
     pools = {}
     for s in stages:
-        count = chains if s.private else int(round(s.stations))
-        pools[s.name] = [simpy.Resource(env, capacity=int(round(s.servers))) for _ in range(count)]
+        count = chains if s.private else round(s.stations)
+        pools[s.name] = [simpy.Resource(env, capacity=round(s.servers)) for _ in range(count)]
     done = [0]
     warm, t_warm = requests // 10, [0.0]
 
@@ -38,7 +38,7 @@ def simulate_loop(stages: list[Stage], per_chain: int, chains: int, delay_s: flo
                 if s.private:
                     chosen = [pools[s.name][chain]]
                 else:
-                    chosen = [pools[s.name][i] for i in rng.choice(len(pools[s.name]), int(round(s.branches)), replace=False)]
+                    chosen = [pools[s.name][i] for i in rng.choice(len(pools[s.name]), round(s.branches), replace=False)]
                 yield simpy.AllOf(env, [env.process(piece(st, s.service_s)) for st in chosen])
             if delay_s > 0:
                 yield env.timeout(delay_s)
