@@ -66,8 +66,9 @@ FRONTEND_WRITE_S_PER_BYTE = _per_reference_core(0.31099e-9)
 # models.erasure's 4+2 work: 1 MiB read = 4 pieces of 256 KiB: 48 / (123 x 1024 x 4 /s) = 95.27 us
 # per piece; 4 KiB read = 1 piece: 48 / 4,346,330 = 11.044 us -> 0.32641 ns/B and 9.707 us per op.
 # 1 MiB write = 6 pieces of 256 KiB: 48 / (37.6 x 1024 x 6 /s) = 207.78 us per piece; 4 KiB write
-# = a journal of 3 pieces + metadata + its destage (1 KiB... models.erasure): 48 / 1,317,000 =
-# 36.447 us per write -> 0.76638 ns/B and 6.880 us per write op.
+# = a journal of 3 pieces of 4 KiB + metadata + its destage (4 KiB read back, 6 KiB written in
+# full stripes; models.erasure): 48 / 1,317,000 = 36.447 us per write -> 0.76638 ns/B and
+# 6.880 us per write op.
 DRIVE_READ_OP_S = _per_reference_core(9.707e-6)
 DRIVE_READ_S_PER_BYTE = _per_reference_core(0.32641e-9)
 DRIVE_WRITE_OP_S = _per_reference_core(6.880e-6)
