@@ -248,3 +248,34 @@ def test_bad_cluster_values_name_the_field(change: dict[str, Any], message: str)
     with pytest.raises(ScenarioError) as error:
         load(data)
     assert message in str(error.value)
+
+
+# ---------------------------------------------------------------------------- loaders on a cluster (DLIO)
+
+UNET = LIB / "cluster" / "unet3d_a100_ec42_6node_12clients.yaml"
+
+
+def test_unet3d_knee_is_where_the_cluster_runs_out():
+    """Oracle: supply = demand.  Each A100 asks D = batch x record / compute time; the cluster serves the loaders'
+    1 MiB reads at C (its busiest station's capacity); per-accelerator throughput stays at D (AU >= 90 %) up to the
+    knee N* = C / (0.9 D) that the scenario reports, and above it falls as C / N (AU x N x D = C)."""
+    doc = run_scenario(load(UNET, ["workload.total_training_steps=16"]))[0]
+    m, cfg = doc["metrics"], doc["dlio"]["resolved"]
+    demand = cfg["batch_size"] * cfg["record_length"] / cfg["computation_time"]
+    capacity = _ceiling(_system(load(UNET).system.storage.model_dump()), Access("read", MIB, "seq", 384))
+    knee = capacity / (0.9 * demand)
+    assert abs(m["max_accelerators_au90"] - knee) <= 1.5
+    for n, au in doc["dlio"]["au_search"]["rows"]:
+        if n <= knee:
+            assert au >= 90.0
+        elif n > knee + 2:
+            assert n * au / 100.0 * demand == pytest.approx(capacity, rel=0.10)
+    assert doc["dlio"]["storage"]["binding_constraint"].startswith("cluster.clients.frontend")
+
+
+def test_a_fuse_client_on_a_small_cpu_moves_the_knee_to_the_host_cpu():
+    """The loaders' parsing and a FUSE client share 8 cores per client: the host CPU binds, and is named."""
+    small = ["workload.total_training_steps=16", "server.cpu={base: amd-epyc-9654, cores: 8}", "storage.client.stack=fuse"]
+    doc = run_scenario(load(UNET, small))[0]
+    assert doc["dlio"]["storage"]["binding_constraint"].startswith("host.cpu")
+    assert doc["metrics"]["max_accelerators_au90"] != run_scenario(load(UNET, small[:2]))[0]["metrics"]["max_accelerators_au90"]

@@ -26,8 +26,9 @@ rest.  Storage cores of a DPDK design poll: they draw busy power all the time
 available to run any other user processes", docs.weka.io planning).
 
 Each station integrates its own load over time (a breakpoint-free Dynamics),
-so report() gives every station's mean utilisation over the run and names
-the busiest as the binding constraint.
+and so do the client hosts' CPU and DRAM, which the workload shares with the
+storage stack; report() gives every station's mean utilisation over the run
+and names the busiest as the binding constraint.
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ class _Busy:
 
     def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
         del engine, constraint
+
+
+def _watch(constraint: Constraint) -> _Busy | None:
+    """Integrate the load of a client host's constraint that the workload shares with the storage stack (its CPU,
+    its DRAM): the binding station may be the host's own.  A constraint with a state of its own is left alone."""
+    if constraint.dynamics is None:
+        constraint.dynamics = _Busy()
+    return constraint.dynamics if isinstance(constraint.dynamics, _Busy) else None
 
 
 @dataclass
@@ -132,7 +141,8 @@ class ClusterVolume(Volume):
         for name, (servers, rate) in clients.items():
             self._station(f"cluster.clients.{name}", servers, config.clients, rate, lumped=False)
         per_client_cores = host.cores / config.clients
-        self.stations["host.cpu"] = _Station(host.cpu, per_client_cores, config.clients, 1.0, False)  # real core-seconds
+        self.stations["host.cpu"] = _Station(host.cpu, per_client_cores, config.clients, 1.0, False, _watch(host.cpu))  # real core-seconds
+        self.stations["host.memory"] = _Station(host.memory, 1.0, config.clients, host.memory.capacity / config.clients, False, _watch(host.memory))
         self.drives_busy = _Busy()
         self.drives_probe = engine.constraint("node.drives_busy", math.inf, dynamics=self.drives_busy)
         self._spin_power(config, node_cpu.tdp_W, node_cpu.idle_W, node_cpu.cores)
