@@ -66,7 +66,8 @@ def render_table(document: dict[str, Any]) -> str:
     console.print(table)
     storage = document.get(str(document.get("scenario", {}).get("workload", {}).get("kind", "")), {}).get("storage", {})
     if "binding_constraint" in storage:
-        console.print(f"binding constraint: {storage['binding_constraint']}")
+        paths = "; ".join(storage.get("erasure_paths", []))
+        console.print(f"binding constraint: {storage['binding_constraint']}" + (f"; erasure path: {paths}" if paths else ""))
     energy = document.get("energy", {}).get("components", {})
     if energy:
         etable = Table(title="energy by component")
