@@ -126,7 +126,7 @@ def fit_cluster(measured: list[Measured], system: SystemConfig, loss: str = "sof
 
 def profile_document(name: str, sources: list[dict[str, Any]], scenario: str, fit: ClusterFit, held_back: list[str]) -> dict[str, Any]:
     """The profile `storage.profile: PATH` reads: fitted values with provenance, and the calibration's record."""
-    src = "; ".join(f"{s['bundle']} (manifest {s['manifest']}, {s['clients']} clients)" for s in sources)
+    src = "; ".join(f"{s['bundle']} (manifest {s['manifest']}, {s['clients']} client{'s' if s['clients'] != 1 else ''} at once)" for s in sources)
     software: dict[str, Any] = {}
     client: dict[str, Any] = {}
     for key in fit.informed:
