@@ -105,7 +105,7 @@ def _bound(storage: dict[str, Any], access: Access) -> tuple[float, str]:
 
 def test_node_nics_bind_when_they_are_the_narrowest():
     """One 100 GbE port per node, fast software: reads run at the nodes' NIC goodput (models.fabric), 6 x 1 port."""
-    storage = _cluster(fabric="100gbe", node_nics=1, client_nics=4, client={"frontend_cores": 32}, software={"drive_cores": 64})
+    storage = _cluster(fabric="100gbe", node_nics=1, client_nics=4, client={"frontend_cores": 32}, software={"drive_cores": 40, "compute_cores": 40})
     rate, where = _bound(storage, Access("read", MIB, "seq", 12 * 256))
     header = 1 + fabric.PROTOCOLS["nvmeof-tcp"].header_bytes / (MIB / 4)
     assert where == "node.nic_tx"
@@ -114,7 +114,7 @@ def test_node_nics_bind_when_they_are_the_narrowest():
 
 def test_a_dual_port_card_is_bound_by_its_pcie_link():
     """2 x 200 GbE on one ConnectX-6 (PCIe Gen4 x16): the card carries ~200 Gb/s (NVIDIA user manual), not 400."""
-    fast = {"client": {"frontend_cores": 64}, "software": {"drive_cores": 64}, "clients": 48}
+    fast = {"client": {"frontend_cores": 64}, "software": {"drive_cores": 40, "compute_cores": 40}, "clients": 48}
     one_card = _cluster(nic_ports_per_card=2, **fast)
     rate, where = _bound(one_card, Access("read", MIB, "seq", 48 * 64))
     assert where == "node.pcie_tx"
@@ -240,6 +240,7 @@ def test_a_profile_sets_the_software_and_explicit_values_win(tmp_path: Path):
         ({"profile": "/nowhere/p.yaml"}, "profile: expected a cluster profile YAML file"),
         ({"software": {"small_writes": "cache"}}, "small_writes"),
         ({"client": {"stack": "nfs"}}, "stack"),
+        ({"software": {"drive_cores": 90}}, "software: 180 compute + 90 drive cores do not fit a node of 96 cores"),
     ],
 )
 def test_bad_cluster_values_name_the_field(change: dict[str, Any], message: str):

@@ -133,7 +133,7 @@ class ClusterVolume(Volume):
                 "pcie_tx": (1, node_cards * nic_card)}
         for name, (servers, rate) in node.items():
             self._station(f"node.{name}", servers, alive, rate, lumped=True)
-        self.stations["node.memory"] = _Station(server.memory, 1, alive, server.memory.capacity, True)
+        self.stations["node.memory"] = _Station(server.memory, 1, alive, server.memory.capacity, True, _watch(server.memory))
         clients = {"nic_rx": (1, client_nic), "nic_tx": (1, client_nic), "pcie_rx": (1, client_cards * nic_card),
                    "pcie_tx": (1, client_cards * nic_card)}
         if config.client.stack == "dpdk":

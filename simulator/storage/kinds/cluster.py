@@ -143,6 +143,10 @@ class ClusterStorageConfig(DriveFields):
             erasure.check_erasure(k, m, self.nodes, self.failed_nodes)
         except ValueError as error:
             raise ValueError(f"nodes/erasure_coding/failed_nodes: {error}") from None
+        cores = self.node.cpu_spec().cores * self.node.sockets
+        if self.compute_cores + self.drive_cores > cores - 1:
+            raise ValueError(f"software: {self.compute_cores} compute + {self.drive_cores} drive cores do not fit a node of {cores} cores "
+                             "with one left to the operating system (docs.weka.io planning); give fewer, or a bigger node.cpu")
         if self.incast is not None and self.protocol != "tcp":
             raise ValueError(f"incast: TCP incast needs protocol tcp (RDMA fabrics are lossless), found protocol {self.protocol!r}")
         return self
