@@ -64,8 +64,8 @@ def cluster_of(system: SystemConfig) -> ClusterStorageConfig:
 
 
 def values_of(storage: ClusterStorageConfig) -> dict[str, float]:
-    fe, drive = storage.client.frontend, storage.software.drive
-    out = {f"frontend.{f}": float(getattr(fe, f)) for f in RATE_FIELDS} | {f"drive.{f}": float(getattr(drive, f)) for f in RATE_FIELDS}
+    fe, drive = storage.client.frontend.model_dump(), storage.software.drive.model_dump()
+    out = {f"frontend.{f}": float(fe[f]) for f in RATE_FIELDS} | {f"drive.{f}": float(drive[f]) for f in RATE_FIELDS}
     return out | {"client.hop": storage.client.hop_s}
 
 

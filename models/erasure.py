@@ -50,7 +50,7 @@ hops more; client-side coding 2 client hops per phase.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from iowatt.models.array import partial_write
@@ -260,21 +260,15 @@ def _rmw(layout: Layout, b: float, touched: int, chunk: float) -> RequestWork:
     return _with(work, client_out_bytes=b, peer_bytes=(reads.bytes + writes.bytes) * layout.remote, owner_requests=1.0)
 
 
-# the parts of a request whose full-stripe and partial-stripe halves run side by side: the slower sets these
-_SLOWEST = ("fan_out", "owner_requests", "client_hops", "node_hops")
-
-
 def _join(a: RequestWork, b: RequestWork) -> RequestWork:
     """A request with a full-stripe part and a partial-stripe part: the work adds up, the slower part sets the hops."""
-    joined: dict[str, object] = {}
-    for f in fields(RequestWork):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if f.name in _SLOWEST:
-            joined[f.name] = max(x, y)
-        elif f.name == "path":
-            joined[f.name] = f"{x} + {y}"
-        elif f.name == "rewrites":
-            joined[f.name] = x or y
-        else:
-            joined[f.name] = x + y
-    return RequestWork(**joined)  # type: ignore[arg-type]
+    return RequestWork(
+        reads=a.reads + b.reads, writes=a.writes + b.writes,
+        background_reads=a.background_reads + b.background_reads, background_writes=a.background_writes + b.background_writes,
+        fan_out=max(a.fan_out, b.fan_out), owner_requests=max(a.owner_requests, b.owner_requests),
+        client_out_bytes=a.client_out_bytes + b.client_out_bytes, client_in_bytes=a.client_in_bytes + b.client_in_bytes,
+        peer_bytes=a.peer_bytes + b.peer_bytes, background_peer_bytes=a.background_peer_bytes + b.background_peer_bytes,
+        coded_bytes=a.coded_bytes + b.coded_bytes, background_coded_bytes=a.background_coded_bytes + b.background_coded_bytes,
+        client_hops=max(a.client_hops, b.client_hops), node_hops=max(a.node_hops, b.node_hops),
+        path=f"{a.path} + {b.path}", rewrites=a.rewrites or b.rewrites,
+    )

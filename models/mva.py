@@ -53,12 +53,10 @@ class Stage:
     private: bool = False     # one station per client, visited by that client's requests only
 
     def __post_init__(self) -> None:
-        for field in ("service_s", "background_s"):
-            value = getattr(self, field)
+        for field, value in (("service_s", self.service_s), ("background_s", self.background_s)):
             if not (value >= 0.0 and math.isfinite(value)):
                 raise ValueError(f"stage {self.name}: {field} must be finite and >= 0, found {value!r}")
-        for field in ("servers", "stations", "branches"):
-            value = getattr(self, field)
+        for field, value in (("servers", self.servers), ("stations", self.stations), ("branches", self.branches)):
             if not (value > 0.0 and math.isfinite(value)):
                 raise ValueError(f"stage {self.name}: {field} must be finite and > 0, found {value!r}")
 
