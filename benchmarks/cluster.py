@@ -78,7 +78,7 @@ def cluster_scenario(gpus: int) -> dict:
     """The same checkpoint as a scenario on `storage.kind: cluster` (the study-5 cluster of
     scenarios/library/cluster/: 6 nodes x 10 Micron 7450, EC 4+2, 2x 200 GbE per node), one
     client node per 8 GPUs, one rank per GPU.  The cluster kind lumps identical nodes and
-    clients into one representative each (simulator/volumes.py ClusterVolume), and all ranks
+    clients into one representative each (simulator/storage/cluster_volume.py), and all ranks
     start together, so this is the engine's easy case; run_cluster above is the hard one."""
     return {
         "name": f"bench_cluster_{gpus}_gpus",

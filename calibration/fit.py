@@ -1,4 +1,4 @@
-"""Fit drive parameters to a bundle's jobs: scipy.optimize.least_squares on log throughput.
+"""Fit drive parameters to a bundle's jobs: weighted least squares on log throughput (calibration.leastsq).
 
 The law is calibration.model.predict (models.ssd's law on an SSDSpec); it is
 fitted with writes buffered and with writes queueing, and the lower weighted
@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from iowatt.calibration.leastsq import fit_log
 from iowatt.calibration.model import ALL_FIELDS, FIELDS, Job, predict
 from iowatt.models.ssd import SSDSpec
-from scipy.optimize import least_squares
 
 SPREAD_FLOOR = 0.03  # assumed: 3 %, below the smallest run-to-run spread a 1 s fio job shows on any machine we measured
 PRIOR_DOF = 4.0  # assumed: the pooled spread counts as four extra runs of each job (see sigma)
-ROBUST_SCALE = 2.0  # soft-L1 loss: residuals beyond 2 sigma (a burst from a neighbour on a shared VM) count linearly, not squared
 
 
 class FitError(ValueError):
@@ -136,56 +135,27 @@ def _fit_one(jobs: list[Job], base: SSDSpec, loss: str, writes_queue: bool) -> F
     weights = np.array([1.0 / sigma(j, pooled) for j in jobs])
     measured = np.log([j.bw_Bps for j in jobs])
 
-    def spec_of(update: dict[str, float]) -> SSDSpec:
-        return base.model_copy(update=update)  # no re-validation inside the optimizer loop
-
-    def residuals(x: np.ndarray, names: list[str]) -> np.ndarray:
-        trial = dict(values)
-        trial.update({n: math.exp(v) for n, v in zip(names, x, strict=True)})
-        spec = spec_of(trial)
+    def residuals(trial: dict[str, float]) -> np.ndarray:
+        spec = base.model_copy(update=trial)  # no re-validation inside the optimizer loop
         predicted = np.log([predict(spec, j, writes_queue)["bw_Bps"] for j in jobs])
         return (predicted - measured) * weights
 
-    names = list(free)
-    result = None
-    for _ in range(3):  # drop parameters no job depends on, then refit
-        x0 = np.log([values[n] for n in names])
-        result = least_squares(
-            residuals, x0, args=(names,), method="trf", loss=loss, f_scale=ROBUST_SCALE, diff_step=1e-4, x_scale=1.0, max_nfev=3000
-        )
-        values.update({n: math.exp(v) for n, v in zip(names, result.x, strict=True)})
-        column_norms = np.linalg.norm(result.jac, axis=0)
-        dead = [n for n, c in zip(names, column_norms, strict=True) if c < 1e-6]
-        if not dead:
-            break
-        for n in dead:
-            values[n] = float(base_values[n])
-            not_informed[n] = "no training job is limited by it (its Jacobian column is zero)"
-        names = [n for n in names if n not in dead]
-        if not names:
-            break
-
+    base_floats = {k: float(base_values[k]) for k in ALL_FIELDS}
+    solved = fit_log(residuals, values, free, base_floats, len(jobs), loss)
+    values = solved.values
+    for n in solved.dead:
+        not_informed[n] = "no training job is limited by it (its Jacobian column is zero)"
     not_informed.setdefault("rand_write_iops", "random writes to fio's fresh test file do not reach the steady-state garbage collection it describes")
-    m, p = len(jobs), len(names)
-    rel_stderr: dict[str, float] = {}
-    cost = float(result.cost) if names and result is not None else 0.0
-    dof = max(m - p, 0)
-    s2 = 2 * cost / dof if dof > 0 else float("nan")
-    if names and result is not None:
-        jac = result.jac
-        cov = np.linalg.pinv(jac.T @ jac) * s2
-        for i, n in enumerate(names):
-            rel_stderr[n] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 and math.isfinite(cov[i, i]) else float("nan")
     spec = SSDSpec.model_validate({**base_values, **values})
     return FitResult(
         values=values,
-        informed=names,
+        informed=solved.informed,
         not_informed=not_informed,
-        rel_stderr=rel_stderr,
+        rel_stderr=solved.rel_stderr,
         residuals=residual_rows(spec, jobs, writes_queue),
-        cost=cost,
-        dof=dof,
-        s=math.sqrt(s2) if math.isfinite(s2) else float("nan"),
+        cost=solved.cost,
+        dof=solved.dof,
+        s=solved.s,
         spec=spec,
         writes_queue=writes_queue,
     )

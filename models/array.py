@@ -28,10 +28,8 @@ reconstructs it from d chunks of the same stripe on the survivors; writes that
 would have touched the failed drive write what survives.  Rebuild reads the
 survivors and writes the replacement (see rebuild_reads).
 
-Erasure-coded clusters (k data + m parity chunks per stripe over N >= k+m nodes,
-systematic code): a write sends (k+m)/k bytes per data byte, a healthy read
-fetches the k data chunks (1 byte per byte), a read of a chunk on a failed node
-fetches k chunks (Reed-Solomon decoding).
+Erasure-coded clusters (k data + m parity chunks over nodes) are models.erasure;
+they share partial_write's read-modify-write vs reconstruct-write choice.
 """
 
 from __future__ import annotations
@@ -104,7 +102,7 @@ class ArrayLoad:
         return sum(self.write)
 
 
-def _partial_write(d: int, p: int, k: int, b: float, c: float) -> tuple[float, float, float]:
+def partial_write(d: int, p: int, k: int, b: float, c: float) -> tuple[float, float, float]:
     """(bytes read, bytes written, I/Os) of a write of b bytes over k of d data chunks; c = bytes per chunk touched.
 
     Read-modify-write reads the k old data ranges and p parity ranges; reconstruct-write
@@ -232,7 +230,7 @@ def _write_load(r: _Request) -> ArrayLoad:
         return ArrayLoad(r.zeros, r.even((n - 1) / d, r.survivors), block, chunks * (n - 1) / d)
     c = min(r.b, r.su)  # bytes of each touched chunk (and of each parity range)
     if failed is None:
-        read, written, ios = _partial_write(d, r.p, chunks, r.b, c)
+        read, written, ios = partial_write(d, r.p, chunks, r.b, c)
         return ArrayLoad(r.even(read / r.b, r.everyone), r.even(written / r.b, r.everyone), c, ios)
     return _degraded_partial_write(r, c)
 
@@ -277,39 +275,3 @@ def rebuild_reads(level: int, drives: int, failed: int) -> tuple[float, ...]:
     for i in survivors:
         out[i] = per
     return tuple(out)
-
-
-# ---------------------------------------------------------------------------- erasure-coded clusters
-
-
-def check_erasure(k: int, m: int, nodes: int, failed_nodes: int = 0) -> None:
-    if k < 1 or m < 0:
-        raise ValueError(f"erasure coding needs k >= 1 data and m >= 0 parity chunks, found {k}+{m}")
-    if nodes < k + m:
-        raise ValueError(f"erasure coding {k}+{m} places each stripe on {k + m} distinct nodes, found {nodes} nodes")
-    if not 0 <= failed_nodes <= m:
-        raise ValueError(f"a {k}+{m} code survives at most {m} failed nodes, found {failed_nodes}")
-
-
-def ec_usable_fraction(k: int, m: int) -> float:
-    return k / (k + m)
-
-
-def ec_write_expansion(k: int, m: int) -> float:
-    """Bytes sent to the storage nodes per byte written: (k+m)/k."""
-    return (k + m) / k
-
-
-def ec_node_load(k: int, m: int, nodes: int, op: Op, failed_nodes: int = 0) -> tuple[float, float]:
-    """(bytes per host byte on the wire in total, surviving nodes that share it evenly).
-
-    Stripes rotate over all nodes, so each node holds 1/N of the data chunks and a
-    failed node's share of a read is reconstructed from k chunks elsewhere; a write
-    puts the chunks that would land on failed nodes nowhere (the stripe is degraded).
-    """
-    check_erasure(k, m, nodes, failed_nodes)
-    lost = failed_nodes / nodes
-    alive = nodes - failed_nodes
-    if op == "read":
-        return (1.0 - lost) + lost * k, alive
-    return ec_write_expansion(k, m) * (1.0 - lost), alive

@@ -77,4 +77,8 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
         "flows": stats.flows_completed,
         "breakpoints": stats.breakpoints,
     }
-    return Simulation(metrics, outcome.detail, energy, engine_report, outcome.units, wall, engine)
+    detail = dict(outcome.detail)
+    storage = system.volume.report()  # a volume that tracks its stations names the one that bound the run
+    if "binding_constraint" in storage:
+        detail["storage"] = {k: storage[k] for k in ("binding_constraint", "station_utilisation", "erasure_paths") if k in storage}
+    return Simulation(metrics, detail, energy, engine_report, outcome.units, wall, engine)

@@ -100,18 +100,29 @@ def collect_dlio(
 @_as_user_error
 def calibrate(
     bundle_path: Annotated[Path, typer.Argument(metavar="BUNDLE", help="Trace bundle from `iowatt collect fio`.")],
-    base: Annotated[str, typer.Option("--base", "-b", help="Catalog SSD whose values the bundle does not inform are kept.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Profile YAML to write.")],
+    base: Annotated[str | None, typer.Option("--base", "-b", help="ssd: catalog SSD whose values the bundle does not inform are kept.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="ssd: a drive profile; cluster: a cluster's software from its clients' fio runs.")] = "ssd",
+    scenario: Annotated[Path | None, typer.Option("--scenario", help="cluster: a scenario whose system.storage is the measured cluster.")] = None,
+    clients: Annotated[int, typer.Option("--clients", help="cluster: clients that ran BUNDLE's jobs at once (it holds one's results).")] = 1,
+    more: Annotated[list[str] | None, typer.Option("--more", help="cluster: a further BUNDLE=CLIENTS measured with another client count.")] = None,
     holdout: Annotated[float, typer.Option("--holdout", help="Fraction of jobs held back for `iowatt validate` (drawn per rw kind).")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the holdout draw.")] = 0,
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
 ) -> None:
-    """Fit device parameters to a bundle (least squares) and write a calibrated profile."""
+    """Fit device parameters (or a cluster's software) to a bundle (least squares) and write a calibrated profile."""
     from iowatt.calibration import bundle, fit, profile
     from iowatt.calibration.dataset import load_jobs
     from iowatt.models import catalog
     from iowatt.output import write_text
 
+    if kind == "cluster":
+        _calibrate_cluster(bundle_path, output, scenario, [(str(bundle_path), clients), *_bundle_clients(more or [])], name, holdout, seed)
+        return
+    if kind != "ssd":
+        raise UserError(f"--kind: expected ssd or cluster, found {kind!r}")
+    if base is None:
+        raise UserError("--base: --kind ssd needs the catalog SSD whose values the bundle does not inform, found none")
     base_entry = catalog.lookup("ssd", base)
     manifest = bundle.load(bundle_path)
     jobs = load_jobs(bundle_path, manifest)
@@ -132,6 +143,31 @@ def calibrate(
         print(f"  {key:18s} base value ({why})", file=sys.stderr)
     errors = sorted(abs(r["error_pct"]) for r in result.residuals)
     print(f"  training residuals: median |error| {errors[len(errors) // 2]:.1f} %, max {errors[-1]:.1f} %", file=sys.stderr)
+
+
+def _bundle_clients(pairs: list[str]) -> list[tuple[str, int]]:
+    out = []
+    for pair in pairs:
+        path, sep, count = pair.rpartition("=")
+        if not sep or not count.isdigit():
+            raise UserError(f"--more: expected BUNDLE=CLIENTS, found {pair!r}")
+        out.append((path, int(count)))
+    return out
+
+
+def _calibrate_cluster(bundle_path: Path, output: Path, scenario: Path | None, bundles: list[tuple[str, int]], name: str | None,
+                       holdout: float, seed: int) -> None:
+    import yaml
+
+    from iowatt.calibration import cluster_fit, profile
+    from iowatt.output import write_text
+    from iowatt.scenarios.loader import load
+
+    if scenario is None:
+        raise UserError("--scenario: --kind cluster needs the scenario of the measured cluster (system.storage kind: cluster), found none")
+    document, lines = cluster_fit.calibrate(bundles, load(scenario).system, str(scenario), name or profile.profile_name(output), holdout, seed)
+    write_text(yaml.safe_dump(document, sort_keys=False), output)
+    print(f"cluster profile {output}: " + "\n".join(lines), file=sys.stderr)
 
 
 @user_errors

@@ -1,50 +1,93 @@
-"""`kind: cluster`: N storage nodes x M drives, k+m erasure coding, per-node and client NICs.
+"""`kind: cluster`: N storage nodes x M drives, k+m erasure coding, storage software as service stations, many clients.
 
-Erasure coding is done by the clients (as in DAOS, WEKA and Ceph's client-side
-EC): a write sends (k+m)/k bytes per byte, spread evenly over the nodes; a
-healthy read fetches 1 byte per byte.  The `clients` identical client nodes are
-one aggregate: their NICs form one constraint of clients x NIC goodput, and the
-host's CPU, DRAM, idle and base power are multiplied by `clients`
-(SystemRuntime).  This is exact for symmetric clients under max-min fairness
-(every client gets the same rate), and hides imbalance between them.  The
-switch fabric is assumed non-blocking.
+The configuration is here; the volume (service stations per node and per
+client, erasure coding by request size, the closed loop solved by MVA) is
+simulator.storage.cluster_volume, and its laws are models.erasure,
+models.cluster_service, models.mva and models.incast.
 
-The nodes are identical and every stripe rotates over all of them, so under
-max-min fairness each node (and each of its drives) carries the same load: one
-representative node stands for all `nodes` (its constraints see one node's
-share, its meters count for every live node), which keeps a flow's constraint
-list short (a 6 x 10 cluster is 1 node and 1 drive, not 60 drives).  `drives`
-still lists a runtime per drive (the representative, repeated) for counts and
-per-drive means.
+The software's parameters (cores per process type, per-core rates, the client
+stack) default to a WEKA-like design with the sources models.cluster_service
+gives; `profile: PATH` takes them from a profile written by `iowatt calibrate
+--kind cluster` (values given here explicitly still win).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from iowatt.models import array as raid
-from iowatt.models import fabric as fab
-from iowatt.models.fabric import FabricName, port_goodput_Bps
-from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
-from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
+import yaml
+from iowatt.models import cluster_service as svc
+from iowatt.models import erasure
+from iowatt.models.cluster_service import ClientStack, CoreRates
+from iowatt.models.erasure import ErasureAt, SmallWrites
+from iowatt.models.fabric import FabricName
+from iowatt.models.incast import IncastConfig
+from iowatt.models.provenance import unwrap
+from iowatt.models.units import Bytes, Seconds
+from iowatt.simulator.machine import CatalogRef, ServerConfig
+from iowatt.simulator.storage.contract import Volume
 from iowatt.simulator.storage.drive_fields import DriveFields
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
-from iowatt.simulator.storage.shared import scale_meter, summed_queue_limit
-from iowatt.simulator.storage.striped import StripedVolume
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# Erasure-code arithmetic per core: Intel ISA-L Reed-Solomon encode runs at several GB/s of
-# data per core with AVX2/AVX-512 for small m; assumed 5 GB/s of data per core per parity
-# chunk (m = 2 -> 2.5 GB/s per core).  Decoding a lost chunk costs the same per byte read.
-EC_BYTES_PER_CORE_SECOND_PER_PARITY = 5e9
-# Storage-node software per byte served beyond the wire protocol (placement, checksums):
-# assumed 0.1 ns/B (CRC32C runs at >10 GB/s per core with SSE4.2).
-NODE_CPU_S_PER_BYTE = 0.1e-9
+PROFILE_FORMAT = "iowatt-cluster-profile"
+
+
+def _rates_over(defaults: CoreRates, value: Any) -> Any:
+    """A partial mapping of per-core rates fills in from the process type's defaults (so --set can change one)."""
+    return {**defaults.model_dump(), **value} if isinstance(value, dict) else value
+
+
+class ClusterSoftware(BaseModel):
+    """The storage software on every node: dedicated cores per process type and what one core serves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    compute_cores: int | None = Field(default=None, ge=1, le=512, description="compute-process cores per node (default 2 per drive core, WEKA)")
+    drive_cores: int | None = Field(
+        default=None, ge=1, le=512, description="drive-process cores per node (default 1 per SSD up to 6, then 1 per 2 SSDs, WEKA)")
+    compute: CoreRates = Field(default=svc.COMPUTE_RATES, description="per reference core: requests and bytes the compute processes serve")
+    drive: CoreRates = Field(default=svc.DRIVE_RATES, description="per reference core: pieces and bytes the drive processes serve")
+    stripe_unit: Bytes = Field(default=erasure.STRIPE_UNIT_BYTES, ge=512, description="data per chunk of a stripe (Ceph's default 4 KiB)")
+    small_writes: SmallWrites = Field(
+        default="journal", description="partial-stripe writes: journal (redirect-on-write, destaged later: WEKA, DAOS) or rmw (in place: Ceph)")
+    erasure_at: ErasureAt = Field(default="server", description="who computes the code: server (WEKA, Ceph) or client (DAOS)")
+    hop: Seconds = Field(default=svc.DPDK_HOP_S, ge=0, description="one-way network hop between nodes, protocol processing included")
+
+    @field_validator("compute", mode="before")
+    @classmethod
+    def _compute(cls, value: Any) -> Any:
+        return _rates_over(svc.COMPUTE_RATES, value)
+
+    @field_validator("drive", mode="before")
+    @classmethod
+    def _drive(cls, value: Any) -> Any:
+        return _rates_over(svc.DRIVE_RATES, value)
+
+
+class ClusterClient(BaseModel):
+    """Each client node's storage stack: a DPDK frontend on dedicated cores, or a kernel (or FUSE) client on the host's CPU."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stack: ClientStack = Field(default="dpdk", description="dpdk (user-space frontend on dedicated cores), kernel (UDP/NFS client), fuse")
+    frontend_cores: int = Field(default=1, ge=1, le=256, description="dedicated frontend cores per client (dpdk; WEKA's default 1)")
+    frontend: CoreRates = Field(default=svc.FRONTEND_RATES, description="per reference core: requests and bytes a frontend core serves")
+    hop: Seconds | None = Field(default=None, ge=0, description="one-way hop client <-> node (default by stack: dpdk 13 us, kernel 30 us)")
+
+    @field_validator("frontend", mode="before")
+    @classmethod
+    def _frontend(cls, value: Any) -> Any:
+        return _rates_over(svc.FRONTEND_RATES, value)
+
+    @property
+    def hop_s(self) -> float:
+        return self.hop if self.hop is not None else svc.client_hop_s(self.stack)
 
 
 class ClusterStorageConfig(DriveFields):
-    """`kind: cluster`: N storage nodes x M drives, k+m erasure coding, per-node NICs, `clients` client nodes."""
+    """`kind: cluster`: N storage nodes x M drives, k+m erasure coding, its software, `clients` client nodes."""
 
     kind: Literal["cluster"]
     nodes: int = Field(ge=1, le=1024, description="storage nodes")
@@ -53,12 +96,31 @@ class ClusterStorageConfig(DriveFields):
     node: ServerConfig = Field(default_factory=ServerConfig, description="each storage node's CPU, DRAM and base power")
     node_nics: int = Field(default=2, ge=1, le=16, description="NIC ports per storage node")
     fabric: FabricName = Field(default="200gbe", description="NIC ports of nodes and clients")
-    protocol: Literal["tcp", "rdma"] = Field(
-        default="tcp", description="client-node transport; costs of NVMe-oF over that transport (models.fabric)"
-    )
+    protocol: Literal["tcp", "rdma"] = Field(default="tcp", description="transport on the wire (framing; rdma also lets a DPDK client skip data copies)")
+    mtu: int | None = Field(default=None, ge=576, le=9216, description="Ethernet/IP MTU (default 1500 for tcp, 4096 for RDMA)")
+    nic_ports_per_card: int = Field(
+        default=1, ge=1, le=4, description="NIC ports sharing one card's PCIe x16 host link (ConnectX-6: 2 x 200 GbE on one Gen4 x16)")
     clients: int = Field(default=1, ge=1, le=4096, description="identical client nodes, modelled as one aggregate")
     client_nics: int = Field(default=1, ge=1, le=16, description="NIC ports per client node")
-    failed_nodes: int = Field(default=0, ge=0, description="storage nodes down (degraded reads reconstruct their chunks)")
+    failed_nodes: int = Field(default=0, ge=0, description="storage nodes down (degraded reads rebuild their chunks)")
+    software: ClusterSoftware = Field(default_factory=ClusterSoftware, description="the storage software on the nodes")
+    client: ClusterClient = Field(default_factory=ClusterClient, description="the clients' storage stack")
+    incast: IncastConfig | None = Field(default=None, description="TCP incast at the clients' switch ports (Phanishayee et al., FAST 2008); off by default")
+    profile: str | None = Field(default=None, description="a profile from `iowatt calibrate --kind cluster`: its software and client values are the defaults")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("profile") is None:
+            return data
+        fitted = read_profile(str(data["profile"]))
+        merged = dict(data)
+        for section in ("software", "client"):
+            given = data.get(section) or {}
+            if not isinstance(given, dict):
+                continue
+            merged[section] = _merge(fitted.get(section, {}), given)
+        return merged
 
     @field_validator("erasure_coding", mode="before")
     @classmethod
@@ -78,9 +140,15 @@ class ClusterStorageConfig(DriveFields):
     def _fits(self) -> ClusterStorageConfig:
         k, m = self.ec
         try:
-            raid.check_erasure(k, m, self.nodes, self.failed_nodes)
+            erasure.check_erasure(k, m, self.nodes, self.failed_nodes)
         except ValueError as error:
             raise ValueError(f"nodes/erasure_coding/failed_nodes: {error}") from None
+        cores = self.node.cpu_spec().cores * self.node.sockets
+        if self.compute_cores + self.drive_cores > cores - 1:
+            raise ValueError(f"software: {self.compute_cores} compute + {self.drive_cores} drive cores do not fit a node of {cores} cores "
+                             "with one left to the operating system (docs.weka.io planning); give fewer, or a bigger node.cpu")
+        if self.incast is not None and self.protocol != "tcp":
+            raise ValueError(f"incast: TCP incast needs protocol tcp (RDMA fabrics are lossless), found protocol {self.protocol!r}")
         return self
 
     @property
@@ -88,103 +156,50 @@ class ClusterStorageConfig(DriveFields):
         """Drives in the whole cluster (what `storage.count` means for the other kinds)."""
         return self.nodes * self.drives_per_node
 
-
-class ClusterNode:
-    """One storage node: its drives, CPU/DRAM/power and NIC ports."""
-
-    def __init__(self, engine: FlowEngine, name: str, server: ServerNode, pool: StripedVolume, nic_Bps: float) -> None:
-        self.name = name
-        self.server = server
-        self.pool = pool
-        self.nic_tx = engine.constraint(f"{name}.nic_tx", nic_Bps)
-        self.nic_rx = engine.constraint(f"{name}.nic_rx", nic_Bps)
-
-
-class ClusterVolume(Volume):
-    """A scale-out cluster: `nodes` x drives, k+m erasure coding, per-node and aggregate client NICs."""
-
-    def __init__(self, engine: FlowEngine, node: ClusterNode, host: HostRuntime, config: ClusterStorageConfig) -> None:
-        k, m = config.ec
-        raid.check_erasure(k, m, config.nodes, config.failed_nodes)
-        self.node = node
-        self.node_count = config.nodes
-        self.host = host
-        self.k, self.m = k, m
-        self.fabric = config.fabric
-        # scale-out clients speak a thin block-like RPC to the nodes: NVMe-oF costs are the closest class
-        self.protocol = f"nvmeof-{config.protocol}"
-        self.cost = fab.protocol_cost(self.protocol)
-        self.failed_nodes = config.failed_nodes
-        client_Bps = port_goodput_Bps(config.fabric, config.protocol == "rdma", config.client_nics) * config.clients
-        self.client_rx = engine.constraint("cluster.clients_nic_rx", client_Bps)
-        self.client_tx = engine.constraint("cluster.clients_nic_tx", client_Bps)
-        alive = config.nodes - config.failed_nodes  # failed nodes are down: they draw nothing
-        for meter in (node.server.meter, node.server.base_meter):
-            scale_meter(engine, meter, alive)
-        for drive in node.pool.unique_drives:
-            scale_meter(engine, drive.meter, alive * node.pool.copies)
+    @property
+    def drive_cores(self) -> int:
+        return self.software.drive_cores or svc.drive_processes(self.drives_per_node)
 
     @property
-    def drives(self) -> list[Drive]:
-        return self.node.pool.drives * (self.node_count - self.failed_nodes)
+    def compute_cores(self) -> int:
+        return self.software.compute_cores or svc.compute_processes(self.drive_cores)
 
-    @property
-    def capacity_bytes(self) -> float:
-        raw = self.node.pool.capacity_bytes * self.node_count
-        return raw * raid.ec_usable_fraction(self.k, self.m)
+    def layout(self) -> erasure.Layout:
+        k, m = self.ec
+        s = self.software
+        return erasure.Layout(k, m, self.nodes, self.failed_nodes, s.stripe_unit, s.small_writes, s.erasure_at)
 
-    def discard(self, nbytes: float) -> None:
-        self.node.pool.discard(nbytes * raid.ec_write_expansion(self.k, self.m) / self.node_count)
 
-    def chunk_bytes(self, block_bytes: float) -> float:
-        """A request is cut into k data chunks; a request smaller than k pages is one chunk (one node)."""
-        return block_bytes / self.k if block_bytes >= self.k * PAGE_BYTES else block_bytes
+def _merge(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """`given` over `base`, one level of nested mappings deep (per-core rates merge field by field)."""
+    out = dict(base)
+    for key, value in given.items():
+        out[key] = {**base[key], **value} if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
 
-    def wire_bytes_per_byte(self, op: str) -> float:
-        """Bytes crossing the client NICs per byte of data: (k+m)/k for writes, 1 for healthy reads."""
-        total, _alive = raid.ec_node_load(self.k, self.m, self.node_count, op, self.failed_nodes)  # type: ignore[arg-type]
-        return total
 
-    def usage(self, access: Access) -> Usage:
-        total, alive = raid.ec_node_load(self.k, self.m, self.node_count, access.op, self.failed_nodes)
-        chunk = self.chunk_bytes(access.block_bytes)
-        c = self.cost
-        header = 1.0 + c.header_bytes / chunk
-        per_node = total / alive
-        chunks_per_request = total * access.block_bytes / chunk
-        node_access = access.with_(block_bytes=chunk, queue_depth=access.queue_depth * chunks_per_request / alive)
-        node_cpu = c.server_cpu_s_per_byte + c.server_cpu_s_per_op / chunk + NODE_CPU_S_PER_BYTE
-        node = self.node  # stands for each of the `alive` nodes, each carrying per_node bytes per host byte
-        nic = node.nic_rx if access.write else node.nic_tx
-        usage: Usage = [(nic, per_node * header), (node.server.cpu, per_node * node_cpu), (node.server.memory, per_node * 2.0)]
-        # the pool's usage is per byte reaching the node: weight it by the node's share
-        usage += [(con, per_node * k) for con, k in node.pool.usage(node_access)]
-        client_nic = self.client_tx if access.write else self.client_rx
-        client_cpu = total * (c.client_cpu_s_per_byte + c.client_cpu_s_per_op / chunk)
-        # encode on writes; decode of the reconstructed share on degraded reads
-        lost = self.failed_nodes / self.node_count
-        coded = 1.0 if access.write else lost * self.k
-        if self.m > 0:
-            client_cpu += coded * self.m / EC_BYTES_PER_CORE_SECOND_PER_PARITY
-        usage += [(client_nic, total * header), (self.host.cpu, client_cpu / self.host.core_speed)]
-        return usage
-
-    def qd1_latency_s(self, access: Access) -> float:
-        """Chunks go to their nodes in parallel; one round trip + the chunk on a node's drives."""
-        chunk = self.chunk_bytes(access.block_bytes)
-        node = self.node.pool.qd1_latency_s(access.with_(block_bytes=chunk, queue_depth=1.0))
-        return node + fab.request_latency_s(self.fabric, self.protocol, chunk)
-
-    def concurrency(self, access: Access) -> ConcurrencyLaw:
-        return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, summed_queue_limit(self.drives))
+def read_profile(path: str) -> dict[str, Any]:
+    """The software and client values of a cluster profile (provenance wrappers removed)."""
+    file = Path(path)
+    try:
+        document = yaml.safe_load(file.read_text())
+    except OSError:
+        raise ValueError(f"profile: expected a cluster profile YAML file (from `iowatt calibrate --kind cluster`), found no file {path!r}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"profile: {path} is not valid YAML ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != PROFILE_FORMAT:
+        found = document.get("format") if isinstance(document, dict) else type(document).__name__
+        raise ValueError(f"profile: expected format {PROFILE_FORMAT!r} in {path}, found {found!r}")
+    try:
+        return {section: unwrap(document.get(section) or {})[0] for section in ("software", "client")}
+    except ValueError as error:
+        raise ValueError(f"profile: {path}: {error}") from None
 
 
 def build(ctx: BuildContext, config: ClusterStorageConfig) -> Volume:
-    # one representative node and drive stand for all (symmetric lumping, see the module docstring)
-    server = server_node(ctx.engine, "node", config.node)
-    pool = StripedVolume(config.build_drives(ctx.engine, "node.", 1), copies=config.drives_per_node)
-    node = ClusterNode(ctx.engine, "node", server, pool, port_goodput_Bps(config.fabric, config.protocol == "rdma", config.node_nics))
-    return ClusterVolume(ctx.engine, node, ctx.host, config)
+    from iowatt.simulator.storage.cluster_volume import build_cluster
+
+    return build_cluster(ctx, config)
 
 
 def _drives_bought(config: ClusterStorageConfig) -> tuple[CatalogRef, int]:
@@ -196,6 +211,6 @@ KIND = StorageKind(
     config=ClusterStorageConfig,
     build=build,
     drives_bought=_drives_bought,
-    usable_fraction=lambda config: raid.ec_usable_fraction(*config.ec),  # k / (k + m)
+    usable_fraction=lambda config: erasure.usable_fraction(*config.ec),  # k / (k + m)
     client_nodes=lambda config: config.clients,
 )
