@@ -221,8 +221,9 @@ def test_more_nodes_or_clients_never_slower(nodes: int, more: int, clients: int,
 
 def test_a_profile_sets_the_software_and_explicit_values_win(tmp_path: Path):
     profile = tmp_path / "p.yaml"
-    profile.write_text(yaml.safe_dump({"format": "iowatt-cluster-profile", "software": {"drive": {"read_iops": {"v": 5e4, "p": "calibrated", "src": "b", "fitted_on": ["b"]}}},
-                                       "client": {"hop": {"v": 2e-5, "p": "calibrated", "src": "b", "fitted_on": ["b"]}, "frontend_cores": 3}}))
+    fitted = {"p": "calibrated", "src": "b", "fitted_on": ["b"]}
+    profile.write_text(yaml.safe_dump({"format": "iowatt-cluster-profile", "software": {"drive": {"read_iops": {"v": 5e4, **fitted}}},
+                                       "client": {"hop": {"v": 2e-5, **fitted}, "frontend_cores": 3}}))
     config = SystemConfig.model_validate({"storage": _cluster(profile=str(profile), client={"frontend_cores": 2})}).storage
     assert config.software.drive.read_iops == 5e4 and config.software.drive.write_iops > 0
     assert config.client.hop_s == 2e-5 and config.client.frontend_cores == 2
