@@ -31,3 +31,63 @@ def per_io_units(n: int, units: int, unit_s: float, requests: int = 12000, seed:
         env.process(client())
     env.run()
     return (done[0] - warm) / (env.now - t_warm[0])
+
+
+def per_request_array(
+    clients: int,
+    drives: int,
+    unit_s: float,
+    units: int = 1,
+    queue_limit: int | None = None,
+    service_at_depth: list[float] | None = None,
+    requests: int = 12000,
+    seed: int = 7,
+) -> tuple[float, float]:
+    """(throughput requests/s, mean latency s) of `clients` requests in a closed loop over `drives` drives.
+
+    Each request goes to a drive chosen at random (a RAID layout's random placement), waits there for one
+    of the drive's `queue_limit` command slots (SATA NCQ: the rest wait in the host queue), then for a
+    flash unit chosen at random among `units` (exponential service of mean unit_s).  With
+    `service_at_depth` a drive is one actuator instead: it serves one command at a time, and a command's
+    exponential service has the mean service_at_depth[k - 1] when it starts with k commands at the drive
+    (reordering among what the drive holds, models.hdd)."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    slots = [simpy.Resource(env, capacity=queue_limit or clients) for _ in range(drives)]
+    flash = [[simpy.Resource(env, capacity=1) for _ in range(units)] for _ in range(drives)]
+    actuator = [simpy.Resource(env, capacity=1) for _ in range(drives)]
+    held = [0] * drives
+    done, latency = [0], [0.0]
+    warm, t_warm = requests // 10, [0.0]
+
+    def serve(d: int):
+        if service_at_depth is None:
+            with flash[d][int(rng.integers(units))].request() as unit:
+                yield unit
+                yield env.timeout(float(rng.exponential(unit_s)))
+            return
+        with actuator[d].request() as arm:
+            yield arm
+            k = min(held[d], len(service_at_depth))
+            yield env.timeout(float(rng.exponential(service_at_depth[k - 1])))
+
+    def client():
+        while done[0] < requests:
+            start = env.now
+            d = int(rng.integers(drives))
+            with slots[d].request() as slot:
+                yield slot
+                held[d] += 1
+                yield from serve(d)
+                held[d] -= 1
+            done[0] += 1
+            if done[0] > warm:
+                latency[0] += env.now - start
+            if done[0] == warm:
+                t_warm[0] = env.now
+
+    for _ in range(clients):
+        env.process(client())
+    env.run()
+    measured = done[0] - warm
+    return measured / (env.now - t_warm[0]), latency[0] / measured
