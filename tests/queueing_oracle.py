@@ -91,3 +91,63 @@ def per_request_array(
     env.run()
     measured = done[0] - warm
     return measured / (env.now - t_warm[0]), latency[0] / measured
+
+
+def per_request_nfs(
+    clients: int,
+    window: int,
+    round_trip_s: float,
+    wire_s: float,
+    threads: int,
+    cores: int,
+    cpu_s: float,
+    drives: int,
+    units: int,
+    unit_s: float,
+    requests: int = 12000,
+    seed: int = 9,
+) -> tuple[float, float]:
+    """(throughput, mean latency) of `clients` NFS READs in a closed loop, one event per request step.
+
+    A request takes one of `window` client slots, crosses the wire (an exponential round trip of mean
+    round_trip_s, then FCFS serialisation of mean wire_s on the NIC), waits for one of `threads` nfsd
+    threads, holds it for its CPU time (one of `cores` cores, exponential of mean cpu_s) and its read
+    from the export: a drive chosen at random among `drives`, a flash unit at random among `units`
+    (exponential of mean unit_s)."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    slots = simpy.Resource(env, capacity=window)
+    nic = simpy.Resource(env, capacity=1)
+    pool = simpy.Resource(env, capacity=threads)
+    cpu = simpy.Resource(env, capacity=cores)
+    flash = [[simpy.Resource(env, capacity=1) for _ in range(units)] for _ in range(drives)]
+    done, latency = [0], [0.0]
+    warm, t_warm = requests // 10, [0.0]
+
+    def hold(resource: simpy.Resource, mean_s: float):
+        with resource.request() as req:
+            yield req
+            yield env.timeout(float(rng.exponential(mean_s)))
+
+    def client():
+        while done[0] < requests:
+            start = env.now
+            with slots.request() as slot:
+                yield slot
+                yield env.timeout(float(rng.exponential(round_trip_s)))
+                yield from hold(nic, wire_s)
+                with pool.request() as thread:
+                    yield thread
+                    yield from hold(cpu, cpu_s)
+                    yield from hold(flash[int(rng.integers(drives))][int(rng.integers(units))], unit_s)
+            done[0] += 1
+            if done[0] > warm:
+                latency[0] += env.now - start
+            if done[0] == warm:
+                t_warm[0] = env.now
+
+    for _ in range(clients):
+        env.process(client())
+    env.run()
+    measured = done[0] - warm
+    return measured / (env.now - t_warm[0]), latency[0] / measured

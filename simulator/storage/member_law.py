@@ -26,6 +26,7 @@ are more stations of the same network: `extra`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,15 +60,18 @@ def _rate_at(drive: Drive, parts: list[tuple[Access, float]], k: int) -> float:
     return min(law.requests_per_second(k), ceiling_per_second(usage, block))
 
 
+def sampled_rates(rate: Callable[[int], float], top: int) -> tuple[float, ...]:
+    """rate(1..top), evaluated at `_depths(top)` and interpolated in between."""
+    ks = _depths(max(1, top))
+    return tuple(float(r) for r in np.interp(np.arange(1, max(1, top) + 1), ks, [rate(k) for k in ks]))
+
+
 def station_rates(drive: Drive, parts: list[tuple[Access, float]], depth: int) -> tuple[float, ...]:
     """mu(1..depth) of `drive` for a mix of piece classes (Access, share of the pieces): the drive's
     concurrency law for the mix, capped by its constraints at each depth (module docstring).
     Beyond the drive's queue limit the rate stays at the limit's (the rest wait in the host queue)."""
     limit = drive.queue_limit
-    top = depth if limit is None else min(depth, limit)
-    ks = _depths(top)
-    rates = [_rate_at(drive, parts, k) for k in ks]
-    return tuple(float(r) for r in np.interp(np.arange(1, top + 1), ks, rates))
+    return sampled_rates(lambda k: _rate_at(drive, parts, k), depth if limit is None else min(depth, limit))
 
 
 @dataclass(frozen=True)
