@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ class Simulation:
     units: dict[str, str]
     wall_seconds: float
     engine_obj: FlowEngine
+    storage: dict[str, Any] = field(default_factory=dict)  # the volume's closed loop (what binds), when it has one
 
 
 def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
@@ -77,4 +78,6 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
         "flows": stats.flows_completed,
         "breakpoints": stats.breakpoints,
     }
-    return Simulation(metrics, outcome.detail, energy, engine_report, outcome.units, wall, engine)
+    loop = system.volume.report().get("closed_loop")
+    storage = {"closed_loop": loop} if isinstance(loop, dict) else {}
+    return Simulation(metrics, outcome.detail, energy, engine_report, outcome.units, wall, engine, storage)

@@ -22,6 +22,7 @@ from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
 from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.host_interface import HostInterfaceConfig, attach
 from iowatt.simulator.storage.member_law import MemberLoad, VolumeLoop, volume_loop
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
 from iowatt.simulator.storage.shared import bottleneck_share, drive_usage, reserve
@@ -39,6 +40,9 @@ class RaidStorageConfig(DriveFields):
     )
     degraded: bool = Field(default=False, description="one drive has failed; reads of its data are reconstructed")
     rebuild: bool = Field(default=False, description="a failed drive is being rebuilt onto a replacement (implies degraded)")
+    attach: HostInterfaceConfig | None = Field(
+        default=None, description="where the drives attach: `hba`, `expander_lanes`, `switch_uplink` (default: the CPU's own lanes)"
+    )
     rebuild_share: Fraction = Field(
         default=0.3,
         gt=0.0,
@@ -196,11 +200,12 @@ def loop_report(loop: VolumeLoop) -> dict[str, object]:
     }
 
 
-def build_array(ctx: BuildContext, config: RaidStorageConfig, cpu: Constraint | None, core_speed: float) -> RaidVolume:
-    """The array with md running on `cpu` (the host's cores, or an NFS server's)."""
+def build_array(ctx: BuildContext, config: RaidStorageConfig, cpu: Constraint | None, core_speed: float) -> Volume:
+    """The array with md running on `cpu` (the host's cores, or an NFS server's), behind its host interface."""
     drives = config.build_drives(ctx.engine, ctx.prefix, config.count)
-    return RaidVolume(ctx.engine, drives, config.level, config.stripe_unit, config.degraded, config.rebuild, config.rebuild_share,
-                      cpu, core_speed)
+    array = RaidVolume(ctx.engine, drives, config.level, config.stripe_unit, config.degraded, config.rebuild, config.rebuild_share,
+                       cpu, core_speed)
+    return attach(ctx.engine, array, config.attach, ctx.prefix)
 
 
 def build(ctx: BuildContext, config: RaidStorageConfig) -> Volume:
