@@ -76,7 +76,8 @@ class Solution:
     throughput: float                 # customer cycles per second
     cycle_s: float                    # N / X (Little's law)
     mean_queue: dict[str, float] = field(default_factory=dict)
-    utilisation: dict[str, float] = field(default_factory=dict)   # P(station holds >= 1)
+    utilisation: dict[str, float] = field(default_factory=dict)   # its rate / its highest rate (busy servers / servers)
+    occupied: dict[str, float] = field(default_factory=dict)      # P(station holds >= 1)
     busy_queue: dict[str, float] = field(default_factory=dict)    # E[held | held >= 1]
     residence_s: dict[str, float] = field(default_factory=dict)   # time per cycle spent at the station (all copies)
 
@@ -197,7 +198,8 @@ def solve(stations: tuple[Station, ...], delays: tuple[Delay, ...], customers: i
         mean = float((k * p_k).sum()) * size
         busy = 1.0 - float(p_k[0])
         sol.mean_queue[s.name] = mean
-        sol.utilisation[s.name] = busy
+        sol.occupied[s.name] = busy
+        sol.utilisation[s.name] = min(1.0, x * s.visits / (max(s.rates) * size))
         sol.busy_queue[s.name] = mean / busy if busy > 0.0 else 0.0
         sol.residence_s[s.name] = mean * s.copies / x
     return sol

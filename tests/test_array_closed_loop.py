@@ -156,7 +156,7 @@ def test_members_hold_the_balls_in_bins_share_not_n_over_drives():
     rates = tuple(k / 1e-3 for k in range(1, clients + 1))
     sol = solve((Station("drives", rates, 1 / n, n),), (), clients)
     busy = 1 - (1 - 1 / n) ** clients
-    assert sol.utilisation["drives"] == pytest.approx(busy, rel=1e-9)
+    assert sol.occupied["drives"] == pytest.approx(busy, rel=1e-9)
     assert sol.busy_queue["drives"] == pytest.approx(clients / n / busy, rel=1e-9)
 
 
