@@ -126,8 +126,9 @@ class VolumeLoop:
         """What limits the loop: the busiest station when it is nearly saturated, else the concurrency."""
         name, u = self.solution.busiest()
         if u >= 0.95:
-            return f"{name} saturated ({u:.0%} busy)"
-        return f"concurrency: {self.requests:g} requests in flight (busiest {name} {u:.0%})"
+            return f"{name} saturated ({u:.0%} of their deep-queue rate)"
+        return (f"concurrency: {self.requests:g} requests in flight, {self.per_drive_outstanding:.1f} at a busy drive "
+                f"({name} at {u:.0%} of their deep-queue rate)")
 
 
 def volume_loop(drives: list[Drive], load: MemberLoad, access: Access, qd1_latency_s: float,
