@@ -1,36 +1,60 @@
-"""Per-request SimPy oracle for the SSD concurrency law, shared by the law and fio tests.
+"""Per-request SimPy oracles for the concurrency laws, shared by the law, array, NFS, GDS and fio tests.
 
-n clients in a closed loop, each request sent to one of `units` FCFS flash units chosen
-at random, exponential service of mean unit_s: the network models.ssd's law solves by MVA.
+Each is a closed loop: `clients` requests cycle with zero think time, one event per step of a request;
+the throughput and mean latency are measured after a 10 % warm-up (`closed_loop`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
+from typing import Any
+
 import numpy as np
 import simpy
 
+Step = Callable[[], Generator[Any, Any, None]]
 
-def per_io_units(n: int, units: int, unit_s: float, requests: int = 12000, seed: int = 11) -> float:
-    """Throughput (requests/s) after a 10 % warm-up."""
-    rng = np.random.default_rng(seed)
-    env = simpy.Environment()
-    servers = [simpy.Resource(env, capacity=1) for _ in range(units)]
-    done = [0]
+
+def closed_loop(env: simpy.Environment, clients: int, request: Step, requests: int) -> tuple[float, float]:
+    """Run `clients` loops of `request` (one request's steps) until `requests` are done: (throughput, mean latency)."""
+    done, latency = [0], [0.0]
     warm, t_warm = requests // 10, [0.0]
 
     def client():
         while done[0] < requests:
-            with servers[int(rng.integers(units))].request() as req:
-                yield req
-                yield env.timeout(float(rng.exponential(unit_s)))
+            start = env.now
+            yield from request()
             done[0] += 1
+            if done[0] > warm:
+                latency[0] += env.now - start
             if done[0] == warm:
                 t_warm[0] = env.now
 
-    for _ in range(n):
+    for _ in range(clients):
         env.process(client())
     env.run()
-    return (done[0] - warm) / (env.now - t_warm[0])
+    measured = done[0] - warm
+    return measured / (env.now - t_warm[0]), latency[0] / measured
+
+
+def hold(env: simpy.Environment, rng: np.random.Generator, resource: simpy.Resource, mean_s: float):
+    """Wait for `resource`, then hold it for an exponential time of mean `mean_s`."""
+    with resource.request() as req:
+        yield req
+        yield env.timeout(float(rng.exponential(mean_s)))
+
+
+def per_io_units(n: int, units: int, unit_s: float, requests: int = 12000, seed: int = 11) -> float:
+    """Throughput (requests/s) of n clients, each request sent to one of `units` FCFS flash units chosen
+    at random, exponential service of mean unit_s: the network models.ssd's law solves by MVA."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    servers = [simpy.Resource(env, capacity=1) for _ in range(units)]
+
+    def request():
+        yield from hold(env, rng, servers[int(rng.integers(units))], unit_s)
+
+    return closed_loop(env, n, request, requests)[0]
 
 
 def per_request_array(
@@ -57,40 +81,25 @@ def per_request_array(
     flash = [[simpy.Resource(env, capacity=1) for _ in range(units)] for _ in range(drives)]
     actuator = [simpy.Resource(env, capacity=1) for _ in range(drives)]
     held = [0] * drives
-    done, latency = [0], [0.0]
-    warm, t_warm = requests // 10, [0.0]
 
     def serve(d: int):
         if service_at_depth is None:
-            with flash[d][int(rng.integers(units))].request() as unit:
-                yield unit
-                yield env.timeout(float(rng.exponential(unit_s)))
+            yield from hold(env, rng, flash[d][int(rng.integers(units))], unit_s)
             return
         with actuator[d].request() as arm:
             yield arm
             k = min(held[d], len(service_at_depth))
             yield env.timeout(float(rng.exponential(service_at_depth[k - 1])))
 
-    def client():
-        while done[0] < requests:
-            start = env.now
-            d = int(rng.integers(drives))
-            with slots[d].request() as slot:
-                yield slot
-                held[d] += 1
-                yield from serve(d)
-                held[d] -= 1
-            done[0] += 1
-            if done[0] > warm:
-                latency[0] += env.now - start
-            if done[0] == warm:
-                t_warm[0] = env.now
+    def request():
+        d = int(rng.integers(drives))
+        with slots[d].request() as slot:
+            yield slot
+            held[d] += 1
+            yield from serve(d)
+            held[d] -= 1
 
-    for _ in range(clients):
-        env.process(client())
-    env.run()
-    measured = done[0] - warm
-    return measured / (env.now - t_warm[0]), latency[0] / measured
+    return closed_loop(env, clients, request, requests)
 
 
 def per_request_nfs(
@@ -107,7 +116,7 @@ def per_request_nfs(
     requests: int = 12000,
     seed: int = 9,
 ) -> tuple[float, float]:
-    """(throughput, mean latency) of `clients` NFS READs in a closed loop, one event per request step.
+    """(throughput, mean latency) of `clients` NFS READs in a closed loop.
 
     A request takes one of `window` client slots, crosses the wire (an exponential round trip of mean
     round_trip_s, then FCFS serialisation of mean wire_s on the NIC), waits for one of `threads` nfsd
@@ -121,33 +130,15 @@ def per_request_nfs(
     pool = simpy.Resource(env, capacity=threads)
     cpu = simpy.Resource(env, capacity=cores)
     flash = [[simpy.Resource(env, capacity=1) for _ in range(units)] for _ in range(drives)]
-    done, latency = [0], [0.0]
-    warm, t_warm = requests // 10, [0.0]
 
-    def hold(resource: simpy.Resource, mean_s: float):
-        with resource.request() as req:
-            yield req
-            yield env.timeout(float(rng.exponential(mean_s)))
+    def request():
+        with slots.request() as slot:
+            yield slot
+            yield env.timeout(float(rng.exponential(round_trip_s)))
+            yield from hold(env, rng, nic, wire_s)
+            with pool.request() as thread:
+                yield thread
+                yield from hold(env, rng, cpu, cpu_s)
+                yield from hold(env, rng, flash[int(rng.integers(drives))][int(rng.integers(units))], unit_s)
 
-    def client():
-        while done[0] < requests:
-            start = env.now
-            with slots.request() as slot:
-                yield slot
-                yield env.timeout(float(rng.exponential(round_trip_s)))
-                yield from hold(nic, wire_s)
-                with pool.request() as thread:
-                    yield thread
-                    yield from hold(cpu, cpu_s)
-                    yield from hold(flash[int(rng.integers(drives))][int(rng.integers(units))], unit_s)
-            done[0] += 1
-            if done[0] > warm:
-                latency[0] += env.now - start
-            if done[0] == warm:
-                t_warm[0] = env.now
-
-    for _ in range(clients):
-        env.process(client())
-    env.run()
-    measured = done[0] - warm
-    return measured / (env.now - t_warm[0]), latency[0] / measured
+    return closed_loop(env, clients, request, requests)

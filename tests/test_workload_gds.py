@@ -24,6 +24,7 @@ from iowatt.scenarios.run import run_scenario
 from iowatt.simulator.run import simulate
 from iowatt.simulator.system import SystemConfig
 from iowatt.simulator.workloads.gds_read import GdsReadParams
+from queueing_oracle import closed_loop, hold
 
 GiB = 2**30
 LIB = Path(__file__).resolve().parents[1] / "scenarios" / "library" / "storagereview"
@@ -76,28 +77,15 @@ def _per_request_gds(threads: int, cores: int, cpu_s: float, units: int, unit_s:
     cpu = simpy.Resource(env, capacity=cores)
     flash = [simpy.Resource(env, capacity=1) for _ in range(units)]
     engine = simpy.Resource(env, capacity=1)
-    done, warm, t_warm = [0], requests // 10, [0.0]
 
-    def hold(resource: simpy.Resource, mean_s: float):
-        with resource.request() as req:
-            yield req
-            yield env.timeout(float(rng.exponential(mean_s)))
+    def request():
+        yield from hold(env, rng, cpu, cpu_s)
+        yield from hold(env, rng, flash[int(rng.integers(units))], unit_s)
+        if copy_s is not None:
+            yield env.timeout(float(rng.exponential(COMPAT_COPY_LATENCY_S)))
+            yield from hold(env, rng, engine, copy_s)
 
-    def thread():
-        while done[0] < requests:
-            yield from hold(cpu, cpu_s)
-            yield from hold(flash[int(rng.integers(units))], unit_s)
-            if copy_s is not None:
-                yield env.timeout(float(rng.exponential(COMPAT_COPY_LATENCY_S)))
-                yield from hold(engine, copy_s)
-            done[0] += 1
-            if done[0] == warm:
-                t_warm[0] = env.now
-
-    for _ in range(threads):
-        env.process(thread())
-    env.run()
-    return (done[0] - warm) / (env.now - t_warm[0])
+    return closed_loop(env, threads, request, requests)[0]
 
 
 @settings(max_examples=4, deadline=None)

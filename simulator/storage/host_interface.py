@@ -17,7 +17,8 @@ from iowatt.models.host_interface import HbaSpec
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef, check_catalog_ref
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Usage, Volume
+from iowatt.simulator.storage.front import FrontVolume
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
@@ -54,7 +55,7 @@ class HostInterfaceConfig(BaseModel):
         return self.hba is None and self.switch_uplink is None
 
 
-class AttachedVolume(Volume):
+class AttachedVolume(FrontVolume):
     """`inner` with the host interface's constraints added to its usage; everything else is the inner volume's."""
 
     def __init__(self, engine: FlowEngine, inner: Volume, config: HostInterfaceConfig, prefix: str = "") -> None:
@@ -75,18 +76,6 @@ class AttachedVolume(Volume):
 
     def _link(self, engine: FlowEngine, name: str, capacity: float, what: str) -> None:
         self.links.append((engine.constraint(f"{name}_up", capacity), engine.constraint(f"{name}_down", capacity), what))
-
-    @property
-    def drives(self) -> list[Drive]:
-        return self.inner.drives
-
-    @property
-    def unique_drives(self) -> list[Drive]:
-        return self.inner.unique_drives
-
-    @property
-    def capacity_bytes(self) -> float:
-        return self.inner.capacity_bytes
 
     def device_bytes(self, access: Access) -> tuple[float, float, float]:
         """(bytes up to the host, bytes down to the drives, device commands) per host byte, read off the
@@ -120,12 +109,6 @@ class AttachedVolume(Volume):
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         self.last = access
         return self.inner.concurrency(access)
-
-    def discard(self, nbytes: float) -> None:
-        self.inner.discard(nbytes)
-
-    def occupy(self, share_of_capacity: float) -> None:
-        self.inner.occupy(share_of_capacity)
 
     def report(self) -> dict[str, Any]:
         out = dict(self.inner.report())

@@ -25,7 +25,8 @@ from iowatt.models.units import Bytes
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage import registry
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Usage, Volume
+from iowatt.simulator.storage.front import FrontVolume
 from iowatt.simulator.storage.kinds import local, raid
 from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rates
 from iowatt.simulator.storage.registry import BuildContext, StorageKind, check_kind, kind_tag
@@ -81,7 +82,7 @@ class NfsStorageConfig(BaseModel):
         return min(self.client_slots, transport)
 
 
-class NfsVolume(Volume):
+class NfsVolume(FrontVolume):
     """An NFS export of `inner` (a RAID or striped local volume) on a server, over a fabric."""
 
     def __init__(self, engine: FlowEngine, inner: Volume, server: ServerNode, host: HostRuntime, config: NfsStorageConfig) -> None:
@@ -109,21 +110,6 @@ class NfsVolume(Volume):
         # DRAM bytes per data byte on the server: DMA in + DMA out; TCP adds a copy (read + write)
         self.server_dram = 2.0 if rdma else 4.0
         self.last: tuple[NfsLoop, str] | None = None
-
-    @property
-    def drives(self) -> list[Drive]:
-        return self.inner.drives
-
-    @property
-    def unique_drives(self) -> list[Drive]:
-        return self.inner.unique_drives
-
-    @property
-    def capacity_bytes(self) -> float:
-        return self.inner.capacity_bytes
-
-    def discard(self, nbytes: float) -> None:
-        self.inner.discard(nbytes)
 
     def _rpc(self, access: Access) -> tuple[Access, float]:
         """One RPC of the request as the export sees it (requests larger than rsize/wsize are split, the
