@@ -107,7 +107,7 @@ def _array_law(n: int, clients: int, **drive: object) -> tuple[float, float]:
     return x, clients / x
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(n=st.integers(1, 24), clients=st.integers(1, 128), units=st.integers(1, 4), sata=st.booleans())
 def test_ssd_array_law_matches_per_request_simulation(n: int, clients: int, units: int, sata: bool):
     """Oracle: per-request SimPy, random placement over n drives of `units` flash units behind 32 NCQ
@@ -115,19 +115,19 @@ def test_ssd_array_law_matches_per_request_simulation(n: int, clients: int, unit
     l0 = 1e-3
     limit = 32 if sata else None
     x, r = _array_law(n, clients, l0=l0, units=units, limit=limit, service_s=None)
-    sim_x, sim_r = per_request_array(clients, n, l0, units=units, queue_limit=limit, requests=20000, seed=n + clients)
+    sim_x, sim_r = per_request_array(clients, n, l0, units=units, queue_limit=limit, requests=15000, seed=n + clients)
     assert x == pytest.approx(sim_x, rel=0.05)
     assert r == pytest.approx(sim_r, rel=0.05)
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(n=st.integers(1, 24), clients=st.integers(1, 128), gain=st.floats(0.2, 0.7))
 def test_disk_array_law_matches_per_request_simulation(n: int, clients: int, gain: float):
     """Oracle: per-request SimPy of n one-actuator drives whose command's service is fixed when it starts
     by the number the drive then holds (reordering gain `gain` at depth -> infinity)."""
     service = [10e-3 * ((1 - gain) + gain / math.sqrt(k)) for k in range(1, 129)]
     x, r = _array_law(n, clients, l0=service[0], units=1, limit=None, service_s=service)
-    sim_x, sim_r = per_request_array(clients, n, 1.0, service_at_depth=service, requests=20000, seed=3 * n + clients)
+    sim_x, sim_r = per_request_array(clients, n, 1.0, service_at_depth=service, requests=15000, seed=3 * n + clients)
     assert x == pytest.approx(sim_x, rel=0.05)
     assert r == pytest.approx(sim_r, rel=0.05)
 

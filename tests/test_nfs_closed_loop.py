@@ -24,7 +24,7 @@ from queueing_oracle import per_request_nfs
 LIB = Path(__file__).resolve().parents[1] / "scenarios" / "library" / "amax"
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(clients=st.integers(1, 128), threads=st.integers(1, 64), drives=st.integers(1, 24), units=st.integers(1, 3),
        window=st.sampled_from([16, 64]))
 def test_nfs_loop_matches_per_request_simulation(clients: int, threads: int, drives: int, units: int, window: int):

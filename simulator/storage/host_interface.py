@@ -10,7 +10,6 @@ link, the expander's wide port, the switch's uplink, each per direction.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from iowatt.models import catalog
 from iowatt.models.host_interface import HbaSpec
@@ -110,7 +109,7 @@ class AttachedVolume(FrontVolume):
         self.last = access
         return self.inner.concurrency(access)
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, object]:
         out = dict(self.inner.report())
         if self.last is None:
             return out
