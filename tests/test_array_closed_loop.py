@@ -115,7 +115,7 @@ def test_ssd_array_law_matches_per_request_simulation(n: int, clients: int, unit
     l0 = 1e-3
     limit = 32 if sata else None
     x, r = _array_law(n, clients, l0=l0, units=units, limit=limit, service_s=None)
-    sim_x, sim_r = per_request_array(clients, n, l0, units=units, queue_limit=limit, requests=15000, seed=n + clients)
+    sim_x, sim_r = per_request_array(clients, n, l0, units=units, queue_limit=limit, requests=max(12000, 200 * clients), seed=n + clients)
     assert x == pytest.approx(sim_x, rel=0.05)
     assert r == pytest.approx(sim_r, rel=0.05)
 
@@ -127,7 +127,7 @@ def test_disk_array_law_matches_per_request_simulation(n: int, clients: int, gai
     by the number the drive then holds (reordering gain `gain` at depth -> infinity)."""
     service = [10e-3 * ((1 - gain) + gain / math.sqrt(k)) for k in range(1, 129)]
     x, r = _array_law(n, clients, l0=service[0], units=1, limit=None, service_s=service)
-    sim_x, sim_r = per_request_array(clients, n, 1.0, service_at_depth=service, requests=15000, seed=3 * n + clients)
+    sim_x, sim_r = per_request_array(clients, n, 1.0, service_at_depth=service, requests=max(12000, 200 * clients), seed=3 * n + clients)
     assert x == pytest.approx(sim_x, rel=0.05)
     assert r == pytest.approx(sim_r, rel=0.05)
 

@@ -34,7 +34,7 @@ def test_nfs_loop_matches_per_request_simulation(clients: int, threads: int, dri
     export = tuple(solve((Station("d", drive, 1 / drives, drives),), (), m).throughput for m in range(1, threads + 1))
     loop = solve_path(NfsPath(export, threads, cores, cpu, round_trip, wire, window), clients)
     sim_x, sim_r = per_request_nfs(clients, window, round_trip, wire, threads, cores, cpu, drives, units, unit_s,
-                                   requests=15000, seed=clients + threads)
+                                   requests=max(12000, 200 * clients), seed=clients + threads)
     assert loop.rpc_rate == pytest.approx(sim_x, rel=0.05)
     assert clients / loop.rpc_rate == pytest.approx(sim_r, rel=0.05)
 
