@@ -127,7 +127,7 @@ class VolumeLoop:
         name, u = self.solution.busiest()
         if u >= 0.95:
             return f"{name} saturated ({u:.0%} of their deep-queue rate)"
-        return (f"concurrency: {self.requests:g} requests in flight, {self.per_drive_outstanding:.1f} at a busy drive "
+        return (f"concurrency: {self.requests:.3g} requests in flight, {self.per_drive_outstanding:.1f} at a busy drive "
                 f"({name} at {u:.0%} of their deep-queue rate)")
 
 
