@@ -84,6 +84,8 @@ class Section(BaseModel):
     x_log2: bool = False
     y_log: bool = False
     trace_span: float | None = Field(default=None, gt=0, description="`trace` x axis: the i-th of n points sits at span x i / n")
+    labels: dict[str, str] = Field(default_factory=dict, description="text columns, by name: the path of a string in the run's result "
+                                   "(e.g. what binds the run: storage.closed_loop.binding); shown in tables and CSVs, not drawn")
     note: str = ""
 
     @model_validator(mode="after")
@@ -157,6 +159,14 @@ class SectionResult:
     section: Section
     values: dict[tuple[str, str], Cell]   # (run label, metric label) -> cell
     claims: list[Claim] = field(default_factory=list)
+    labels: dict[tuple[str, str], str] = field(default_factory=dict)  # (run label, label name) -> text
+
+
+def _lookup_text(document: dict[str, Any], path: str) -> str:
+    node: Any = document
+    for part in parse_metric_path(path):
+        node = node[part] if isinstance(node, list) and isinstance(part, int) else node.get(part, "") if isinstance(node, dict) else ""
+    return node if isinstance(node, str) else ""
 
 
 def _short(error: Exception) -> str:
@@ -216,6 +226,7 @@ def _cell(document: dict[str, Any], spec: MetricSpec, path: str, trace: bool) ->
 def run_section(section: Section, base: Path, cache: RunCache | None = None) -> SectionResult:
     cache = cache or RunCache()
     values: dict[tuple[str, str], Cell] = {}
+    texts: dict[tuple[str, str], str] = {}
     for run in section.runs:
         try:
             scenario = (base / run.scenario).resolve() if isinstance(run.scenario, str) else run.scenario
@@ -229,7 +240,9 @@ def run_section(section: Section, base: Path, cache: RunCache | None = None) -> 
                 values[(run.label, m.label)] = _cell(document, m, run.metrics.get(m.label, m.metric), section.figure == "trace")
             except (KeyError, ValueError, IndexError, TypeError) as error:
                 values[(run.label, m.label)] = Cell(None, failure=_short(error))
-    result = SectionResult(section, values)
+        for name, path in section.labels.items():
+            texts[(run.label, name)] = _lookup_text(document, path)
+    result = SectionResult(section, values, labels=texts)
     for p in section.published:
         comparable = _comparable(result, p)
         error = None if comparable is None or p.value == 0 else (comparable - p.value) / p.value
@@ -266,14 +279,16 @@ def comparison_rows(result: SectionResult) -> list[dict[str, Any]]:
             rows.append({"kind": "data", "run": run.label, "series": run.series or "", "x": run.x, "metric": m.label,
                          "predicted": cell.predicted, "relative_to": None, "published": None, "predicted_comparable": None,
                          "error_percent": None, "failure": cell.failure or "",
-                         "trace": json.dumps(cell.trace) if cell.trace is not None else ""})
+                         "trace": json.dumps(cell.trace) if cell.trace is not None else "",
+                         **{name: result.labels.get((run.label, name), "") for name in result.section.labels}})
     for c in result.claims:
         p = c.published
         rows.append({"kind": "published", "run": p.run, "series": "", "x": None, "metric": p.metric,
                      "predicted": result.values[(p.run, p.metric)].predicted, "relative_to": p.relative_to,
                      "published": p.value, "predicted_comparable": c.predicted,
                      "error_percent": None if c.error is None else 100.0 * c.error,
-                     "failure": "" if c.predicted is not None else "prediction missing", "trace": ""})
+                     "failure": "" if c.predicted is not None else "prediction missing", "trace": "",
+                     **dict.fromkeys(result.section.labels, "")})
     return rows
 
 
@@ -308,10 +323,13 @@ def render_section(result: SectionResult) -> str:
         table.add_column(section.x_label or "x", justify="right")
     for m in section.metrics:
         table.add_column(m.label + (" (mean)" if section.figure == "trace" else ""), justify="right", overflow="fold")
+    for name in section.labels:
+        table.add_column(name, overflow="fold")
     for run in section.runs:
         cells = [result.values[(run.label, m.label)] for m in section.metrics]
         row = [run.label] + ([_fmt(run.x)] if show_x else [])
         row += ["ERROR" if c.failure else _fmt(c.predicted) for c in cells]
+        row += [result.labels.get((run.label, name), "") for name in section.labels]
         table.add_row(*row)
     console.print(table)
     if result.claims:
@@ -337,11 +355,12 @@ def markdown_section(result: SectionResult) -> list[str]:
     section = result.section
     show_x = any(r.x is not None for r in section.runs)
     suffix = " (mean)" if section.figure == "trace" else ""
-    head = ["run"] + ([section.x_label or "x"] if show_x else []) + [m.label + suffix for m in section.metrics]
-    lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    head = ["run"] + ([section.x_label or "x"] if show_x else []) + [m.label + suffix for m in section.metrics] + list(section.labels)
+    lines = ["| " + " | ".join(map(_md_escape, head)) + " |", "|---|" + "---:|" * (len(head) - 1 - len(section.labels)) + "---|" * len(section.labels)]
     for run in section.runs:
         cells = [result.values[(run.label, m.label)] for m in section.metrics]
         row = [run.label] + ([_fmt(run.x)] if show_x else []) + ["ERROR" if c.failure else _fmt(c.predicted) for c in cells]
+        row += [result.labels.get((run.label, name), "") for name in section.labels]
         lines.append("| " + " | ".join(map(_md_escape, row)) + " |")
     lines.append("")
     if result.claims:

@@ -27,4 +27,6 @@ def run_scenario(scenario: ScenarioBase, *, record: bool = False) -> tuple[dict[
     }
     if sim.units:
         document["units"] = sim.units
+    if sim.storage:
+        document["storage"] = sim.storage
     return document, sim

@@ -64,7 +64,7 @@ def render_table(document: dict[str, Any]) -> str:
     for key, value in document["metrics"].items():
         table.add_row(key, format_number(value))
     console.print(table)
-    storage = document.get(str(document.get("scenario", {}).get("workload", {}).get("kind", "")), {}).get("storage", {})
+    storage = document.get("storage", {})
     if "binding_constraint" in storage:
         paths = "; ".join(storage.get("erasure_paths", []))
         console.print(f"binding constraint: {storage['binding_constraint']}" + (f"; erasure path: {paths}" if paths else ""))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ class Simulation:
     units: dict[str, str]
     wall_seconds: float
     engine_obj: FlowEngine
+    storage: dict[str, Any] = field(default_factory=dict)  # the volume's closed loop (what binds), when it has one
 
 
 def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
@@ -77,8 +78,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
         "flows": stats.flows_completed,
         "breakpoints": stats.breakpoints,
     }
-    detail = dict(outcome.detail)
-    storage = system.volume.report()  # a volume that tracks its stations names the one that bound the run
-    if "binding_constraint" in storage:
-        detail["storage"] = {k: storage[k] for k in ("binding_constraint", "station_utilisation", "erasure_paths") if k in storage}
-    return Simulation(metrics, detail, energy, engine_report, outcome.units, wall, engine)
+    # the volume's own account of the run: what bound its closed loop, its stations' utilisation, erasure paths
+    report = system.volume.report()
+    storage = {k: report[k] for k in ("closed_loop", "binding_constraint", "station_utilisation", "erasure_paths") if k in report}
+    return Simulation(metrics, outcome.detail, energy, engine_report, outcome.units, wall, engine, storage)

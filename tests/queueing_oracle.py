@@ -1,33 +1,144 @@
-"""Per-request SimPy oracle for the SSD concurrency law, shared by the law and fio tests.
+"""Per-request SimPy oracles for the concurrency laws, shared by the law, array, NFS, GDS and fio tests.
 
-n clients in a closed loop, each request sent to one of `units` FCFS flash units chosen
-at random, exponential service of mean unit_s: the network models.ssd's law solves by MVA.
+Each is a closed loop: `clients` requests cycle with zero think time, one event per step of a request;
+the throughput and mean latency are measured after a 10 % warm-up (`closed_loop`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
+from typing import Any
+
 import numpy as np
 import simpy
 
+Step = Callable[[], Generator[Any, Any, None]]
 
-def per_io_units(n: int, units: int, unit_s: float, requests: int = 12000, seed: int = 11) -> float:
-    """Throughput (requests/s) after a 10 % warm-up."""
-    rng = np.random.default_rng(seed)
-    env = simpy.Environment()
-    servers = [simpy.Resource(env, capacity=1) for _ in range(units)]
-    done = [0]
+
+def closed_loop(env: simpy.Environment, clients: int, request: Step, requests: int) -> tuple[float, float]:
+    """Run `clients` loops of `request` (one request's steps) until `requests` are done: (throughput, mean latency)."""
+    done, latency = [0], [0.0]
     warm, t_warm = requests // 10, [0.0]
 
     def client():
         while done[0] < requests:
-            with servers[int(rng.integers(units))].request() as req:
-                yield req
-                yield env.timeout(float(rng.exponential(unit_s)))
+            start = env.now
+            yield from request()
             done[0] += 1
+            if done[0] > warm:
+                latency[0] += env.now - start
             if done[0] == warm:
                 t_warm[0] = env.now
 
-    for _ in range(n):
+    for _ in range(clients):
         env.process(client())
     env.run()
-    return (done[0] - warm) / (env.now - t_warm[0])
+    measured = done[0] - warm
+    return measured / (env.now - t_warm[0]), latency[0] / measured
+
+
+def hold(env: simpy.Environment, rng: np.random.Generator, resource: simpy.Resource, mean_s: float):
+    """Wait for `resource`, then hold it for an exponential time of mean `mean_s`."""
+    with resource.request() as req:
+        yield req
+        yield env.timeout(float(rng.exponential(mean_s)))
+
+
+def per_io_units(n: int, units: int, unit_s: float, requests: int = 12000, seed: int = 11) -> float:
+    """Throughput (requests/s) of n clients, each request sent to one of `units` FCFS flash units chosen
+    at random, exponential service of mean unit_s: the network models.ssd's law solves by MVA."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    servers = [simpy.Resource(env, capacity=1) for _ in range(units)]
+
+    def request():
+        yield from hold(env, rng, servers[int(rng.integers(units))], unit_s)
+
+    return closed_loop(env, n, request, requests)[0]
+
+
+def per_request_array(
+    clients: int,
+    drives: int,
+    unit_s: float,
+    units: int = 1,
+    queue_limit: int | None = None,
+    service_at_depth: list[float] | None = None,
+    requests: int = 12000,
+    seed: int = 7,
+) -> tuple[float, float]:
+    """(throughput requests/s, mean latency s) of `clients` requests in a closed loop over `drives` drives.
+
+    Each request goes to a drive chosen at random (a RAID layout's random placement), waits there for one
+    of the drive's `queue_limit` command slots (SATA NCQ: the rest wait in the host queue), then for a
+    flash unit chosen at random among `units` (exponential service of mean unit_s).  With
+    `service_at_depth` a drive is one actuator instead: it serves one command at a time, and a command's
+    exponential service has the mean service_at_depth[k - 1] when it starts with k commands at the drive
+    (reordering among what the drive holds, models.hdd)."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    slots = [simpy.Resource(env, capacity=queue_limit or clients) for _ in range(drives)]
+    flash = [[simpy.Resource(env, capacity=1) for _ in range(units)] for _ in range(drives)]
+    actuator = [simpy.Resource(env, capacity=1) for _ in range(drives)]
+    held = [0] * drives
+
+    def serve(d: int):
+        if service_at_depth is None:
+            yield from hold(env, rng, flash[d][int(rng.integers(units))], unit_s)
+            return
+        with actuator[d].request() as arm:
+            yield arm
+            k = min(held[d], len(service_at_depth))
+            yield env.timeout(float(rng.exponential(service_at_depth[k - 1])))
+
+    def request():
+        d = int(rng.integers(drives))
+        with slots[d].request() as slot:
+            yield slot
+            held[d] += 1
+            yield from serve(d)
+            held[d] -= 1
+
+    return closed_loop(env, clients, request, requests)
+
+
+def per_request_nfs(
+    clients: int,
+    window: int,
+    round_trip_s: float,
+    wire_s: float,
+    threads: int,
+    cores: int,
+    cpu_s: float,
+    drives: int,
+    units: int,
+    unit_s: float,
+    requests: int = 12000,
+    seed: int = 9,
+) -> tuple[float, float]:
+    """(throughput, mean latency) of `clients` NFS READs in a closed loop.
+
+    A request takes one of `window` client slots, crosses the wire (an exponential round trip of mean
+    round_trip_s, then FCFS serialisation of mean wire_s on the NIC), waits for one of `threads` nfsd
+    threads, holds it for its CPU time (one of `cores` cores, exponential of mean cpu_s) and its read
+    from the export: a drive chosen at random among `drives`, a flash unit at random among `units`
+    (exponential of mean unit_s)."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    slots = simpy.Resource(env, capacity=window)
+    nic = simpy.Resource(env, capacity=1)
+    pool = simpy.Resource(env, capacity=threads)
+    cpu = simpy.Resource(env, capacity=cores)
+    flash = [[simpy.Resource(env, capacity=1) for _ in range(units)] for _ in range(drives)]
+
+    def request():
+        with slots.request() as slot:
+            yield slot
+            yield env.timeout(float(rng.exponential(round_trip_s)))
+            yield from hold(env, rng, nic, wire_s)
+            with pool.request() as thread:
+                yield thread
+                yield from hold(env, rng, cpu, cpu_s)
+                yield from hold(env, rng, flash[int(rng.integers(drives))][int(rng.integers(units))], unit_s)
+
+    return closed_loop(env, clients, request, requests)

@@ -78,7 +78,7 @@ def test_written_bytes_are_conserved_on_the_drives(block: float, pattern: str, s
 def test_library_fio_runs_at_the_closed_loop_solution_and_names_its_binding_station(rw: str, bs: str):
     """fio's rate is the MVA solution, below every station's capacity; the busiest station is named; Little's law."""
     doc = _fio(f"workload.rw={rw}", f"workload.bs={bs}")
-    m, storage = doc["metrics"], doc["fio"]["storage"]
+    m, storage = doc["metrics"], doc["storage"]
     direction = "read" if "read" in rw else "write"
     system = _system(load(FIO).system.storage.model_dump())
     access = Access(direction, float(MIB if bs == "1M" else 4096), "rand" if rw.startswith("rand") else "seq", 384)
@@ -129,7 +129,7 @@ def test_slow_drives_bind_and_are_named():
     assert _ceiling(system, access) == pytest.approx(6 * 350e6 / 1.5, rel=0.02)
     doc = run_scenario(load(FIO, ["workload.runtime=1 s", "workload.rw=write"] + [f"storage.{k}={v}" for k, v in
                                   (("device", "micron-5210-ion"), ("drives_per_node", 1), ("client.frontend_cores", 8))]))[0]
-    assert doc["fio"]["storage"]["binding_constraint"].startswith("node.drives")
+    assert doc["storage"]["binding_constraint"].startswith("node.drives")
 
 
 def test_in_place_small_writes_bind_on_the_drive_processes_and_name_the_ec_path():
@@ -137,8 +137,8 @@ def test_in_place_small_writes_bind_on_the_drive_processes_and_name_the_ec_path(
     fast = ["workload.rw=randwrite", "workload.bs=4k", "storage.client.frontend_cores=8"]
     rmw = _fio(*fast, "storage.software.small_writes=rmw")
     journal = _fio(*fast)
-    assert rmw["fio"]["storage"]["erasure_paths"] == ["partial-stripe read-modify-write"]
-    assert rmw["fio"]["storage"]["binding_constraint"].startswith("node.drive_cores")
+    assert rmw["storage"]["erasure_paths"] == ["partial-stripe read-modify-write"]
+    assert rmw["storage"]["binding_constraint"].startswith("node.drive_cores")
     assert rmw["metrics"]["write_iops"] < journal["metrics"]["write_iops"]
 
 
@@ -294,12 +294,12 @@ def test_unet3d_knee_is_where_the_cluster_runs_out():
             assert au >= 90.0
         elif n > knee + 2:
             assert n * au / 100.0 * demand == pytest.approx(capacity, rel=0.10)
-    assert doc["dlio"]["storage"]["binding_constraint"].startswith("cluster.clients.frontend")
+    assert doc["storage"]["binding_constraint"].startswith("cluster.clients.frontend")
 
 
 def test_a_fuse_client_on_a_small_cpu_is_bound_by_the_host_cpu():
     """The loaders' parsing and a FUSE client share 8 cores per client (no frontend cores): the host CPU binds, and is named."""
     small = ["workload.total_training_steps=8", "workload.search_au=false", "server.cpu={base: amd-epyc-9654, cores: 8}", "storage.client.stack=fuse"]
     doc = run_scenario(load(UNET, small))[0]
-    assert doc["dlio"]["storage"]["binding_constraint"].startswith("host.cpu")
-    assert "cluster.clients.frontend" not in doc["dlio"]["storage"]["station_utilisation"]
+    assert doc["storage"]["binding_constraint"].startswith("host.cpu")
+    assert "cluster.clients.frontend" not in doc["storage"]["station_utilisation"]

@@ -76,7 +76,7 @@ def _gdsio_table(tmp_path: Path) -> Path:
 
 
 def test_leaving_the_study_out_falls_back_to_the_prior(tmp_path):
-    """Both gdsio rows are the P2P window's only rows: without their study the window is its prior (128), and the
+    """Both gdsio rows are the stream reading's only rows: without their study the reading is its prior (128), and the
     rows are predicted as a run with that value set by hand predicts them."""
     path = _gdsio_table(tmp_path)
     table = read_table(path)
@@ -86,10 +86,10 @@ def test_leaving_the_study_out_falls_back_to_the_prior(tmp_path):
     result = cross_validate(table, path.parent, report, cache)
     (study,) = result.studies
     (value,) = study.values
-    assert (study.study, value.fit, value.basis, value.value, value.recorded) == ("sr", "gds_p2p_requests_per_drive", "prior", 128, 1)
+    assert (study.study, value.fit, value.basis, value.value, value.recorded) == ("sr", "gds_streams", "prior", 128, 1)
     for row in study.rows:
         scenario = LIB / "storagereview" / f"gdsio_l4_{row.id.split('.')[2]}.yaml"
-        by_hand = run_scenario(load(scenario, ["workload.p2p_requests_per_drive=128"]))[0]["metrics"]["bandwidth_GiB_per_second"]
+        by_hand = run_scenario(load(scenario, ["workload.threads=128"]))[0]["metrics"]["bandwidth_GiB_per_second"]
         assert row.predicted == pytest.approx(by_hand, rel=1e-12)
     assert study.in_sample["median_abs_error"] == report.summary["by_study"]["sr"]["median_abs_error"]
     assert study.cross_validated["max_abs_error"] > study.in_sample["max_abs_error"]

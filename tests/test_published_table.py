@@ -34,7 +34,7 @@ MEDIAN_BAR = 0.10
 MAX_BAR = 0.25
 # rows a value was fitted on (issue 13's list): the 9550 / CM7-R and / PM1743 IOPS ratios (energy per I/O), the AMAX
 # HDD IOPS (reorder efficiency), the D7-PS1010 pass 1 (DLIO tensor generation), the 9200 epoch (CNTK decode time),
-# the HDD epoch (layout), both gdsio rows (P2P request window)
+# the HDD epoch (layout), both gdsio rows (the reading of gdsio's IO depth: streams)
 FITTED = {"m9550.gnn.iops_vs_cm7r", "m9550.gnn.iops_vs_pm1743", "amax.fio.hdd.iops", "sr.ckpt.ps1010.pass1",
           "amax.epoch.9200", "amax.epoch.hdd", "sr.gdsio.p5336.1m", "sr.gdsio.ps1010.1m"}
 

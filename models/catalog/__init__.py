@@ -18,13 +18,14 @@ from typing import Any
 import yaml
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.hdd import HDDSpec
+from iowatt.models.host_interface import HbaSpec
 from iowatt.models.provenance import KINDS, Provenance, unwrap
 from iowatt.models.ssd import SSDSpec
 from pydantic import BaseModel, ValidationError
 
 CATALOG_DIR = Path(__file__).parent
 
-SPEC_TYPES: dict[str, type[BaseModel]] = {"ssd": SSDSpec, "hdd": HDDSpec, "gpu": GPUSpec, "cpu": CPUSpec}
+SPEC_TYPES: dict[str, type[BaseModel]] = {"ssd": SSDSpec, "hdd": HDDSpec, "gpu": GPUSpec, "cpu": CPUSpec, "hba": HbaSpec}
 
 
 class CatalogError(LookupError):

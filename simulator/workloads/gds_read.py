@@ -1,41 +1,48 @@
-"""GPUDirect Storage reads, as gdsio measures them.
+"""GPUDirect Storage reads, as gdsio measures them (models.gds).
 
 `threads` gdsio threads each read `size_per_thread` from the volume into GPU
-memory in requests of `block_size`, DMA'd peer-to-peer over the GPU's PCIe link
-(no host DRAM on the data path).  Each thread is a closed loop with `io_depth`
-requests outstanding: its rate is bounded by io_depth x block / latency, with the
-latency of one request at queue depth 1 taken from the drive's law
-(models.ssd.unloaded_latency_s: datasheet QD1 4 KiB latency + the extra transfer
-at the drive's internal streaming rate; a hard disk's seek + rotation + transfer),
-and all threads share the drives' read path and the GPU link (max-min fair), so
-    bandwidth = min(threads x io_depth x block / L0(block), drive ceiling, GPU link)
-(the asymptotic bounds of a closed queueing network).  Reported latency is
-Little's law over the outstanding requests, R = threads x io_depth / IOPS.
+memory in requests of `block_size`, with `io_depth` requests outstanding per
+thread through cuFile's `api` (sync, batch or async: models.gds says how many
+reach the drives).  The closed loop of models.gds (the volume's own law at each
+depth, cuFile's CPU per request on the host's cores, and in compatibility mode
+the bounce-buffer copy) gives the rate; every thread is a flow bounded by its
+share of it, and the drives' ceilings and the GPU's link are shared max-min
+fair.  Reported latency is Little's law over the threads x io_depth requests
+the application keeps outstanding, R = N / IOPS.
 
-Platform P2P path.  Where the drive and the GPU share no PCIe switch, the
-peer-to-peer DMA crosses the CPU root complex (and, across sockets, UPI), and
-cuFile falls back to staging when P2P is refused (compat mode: POSIX read into
-a host bounce buffer, then cudaMemcpy).  Such a path may not overlap requests
-to one drive however many gdsio threads wait: `p2p_requests_per_drive` caps
-the requests each drive holds (None: no cap, the PCIe-switch case), so
-    N = min(threads x io_depth, drives x p2p_requests_per_drive)
-and the closed-loop bound is N x block / L0(block) (Little's law with N
-capped).  Bandwidth then grows with the block size and not with threads, so a
-block x threads sweep tops out at the largest block.
+Where the GPU sits relative to the drives (`path`: a shared PCIe switch, the
+same root complex, across sockets) decides the mode by default: P2P on a
+switch or a root complex, cuFile's compatibility mode across sockets
+(models.gds.default_mode); `mode` overrides it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
 import simpy
+from iowatt.models.gds import (
+    COMPAT_DRAM_BYTES_PER_BYTE,
+    CUFILE_CPU_S_PER_IO,
+    GdsApi,
+    GdsLoop,
+    GdsMode,
+    default_mode,
+    drive_requests,
+    gds_loop,
+    submission_hidden,
+)
+from iowatt.models.host_interface import GpuPath
 from iowatt.models.units import Bytes
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.storage import Access
+from iowatt.simulator.machine import GPURuntime
+from iowatt.simulator.storage import Access, Usage
+from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rates
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 GiB = 2**30
 SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB
@@ -48,40 +55,83 @@ class GdsReadParams(BaseModel):
     kind: Literal["gds_read"] = "gds_read"
     block_size: Bytes = Field(default=2**20, ge=512, le=2**30, description="request size (gdsio -i)")
     threads: int = Field(default=128, ge=1, le=4096, description="gdsio threads (-w)")
-    io_depth: int = Field(default=1, ge=1, le=4096, description="requests outstanding per thread")
+    io_depth: int = Field(default=1, ge=1, le=4096, description="requests outstanding per thread (batch size, or reads queued on the stream)")
+    api: GdsApi = Field(
+        default="sync",
+        description="cuFile API gdsio drives: sync (cuFileRead, -x 0), batch (cuFileBatchIOSubmit, -x 6: io_depth reads at the "
+        "drive per thread), async (cuFileReadAsync on one CUDA stream per thread, -x 5: stream-ordered, one read at the drive)",
+    )
     size_per_thread: Bytes = Field(default=GiB, gt=0, description="bytes each thread reads (-s)")
     pattern: Literal["seq", "rand"] = Field(default="seq", description="gdsio -I 0 (sequential) or 2 (random)")
     gpu: int = Field(default=0, ge=0, description="index of the destination GPU")
-    p2p_requests_per_drive: int | None = Field(
-        default=None, ge=1, le=65536, description="requests the platform's drive->GPU path overlaps per drive (None: no cap, PCIe switch)"
+    path: GpuPath = Field(
+        default="root_complex",
+        description="where the GPU sits relative to the drives: switch (a shared PCIe switch), root_complex (different root "
+        "ports of one CPU: the one-socket default) or cross_socket (GPUDirect Storage Design Guide, paths from storage to GPUs)",
+    )
+    mode: Literal["auto", "p2p", "compat"] = Field(
+        default="auto", description="cuFile's data path: p2p (DMA into GPU memory), compat (bounce buffer + cudaMemcpy); auto: by `path`"
     )
     sweep: bool = Field(default=False, description="also sweep block 8K..1M x threads 1..128 (detail table)")
 
+    @model_validator(mode="after")
+    def _depth_needs_an_api(self) -> GdsReadParams:
+        if self.api == "sync" and self.io_depth > 1:
+            raise ValueError(f"io_depth: cuFileRead (api sync) keeps one read per thread; use api batch or async, found io_depth {self.io_depth}")
+        return self
 
-def qd1_latency_s(system: SystemRuntime, block: float, pattern: str = "rand") -> float:
-    """One request's latency at queue depth 1 on the volume's drives."""
-    return system.volume.qd1_latency_s(Access("read", block, pattern))  # type: ignore[arg-type]
-
-
-def outstanding_per_thread(system: SystemRuntime, params: GdsReadParams, block: float, threads: int) -> float:
-    """Requests one thread keeps in flight: io_depth, or its share of the path's cap over all drives."""
-    total = threads * params.io_depth
-    if params.p2p_requests_per_drive is not None:
-        total = min(total, max(1, len(system.volume.drives)) * params.p2p_requests_per_drive)
-    return total / threads
+    @property
+    def data_mode(self) -> GdsMode:
+        return default_mode(self.path) if self.mode == "auto" else self.mode
 
 
-def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, params: GdsReadParams,
-            block: float, threads: int) -> dict[str, float]:
+def _gpu(system: SystemRuntime, params: GdsReadParams) -> GPURuntime:
     if not system.gpus:
         raise WorkloadConfigError("workload kind gds_read needs a GPU: expected system.gpus.count >= 1, found 0")
     if params.gpu >= len(system.gpus):
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
-    g = system.gpus[params.gpu]
-    usage = [*system.volume.usage(Access("read", block, params.pattern, threads * params.io_depth)), (g.link_h2d, 1.0)]
-    per_thread = outstanding_per_thread(system, params, block, threads) * block / qd1_latency_s(system, block, params.pattern)
+    return system.gpus[params.gpu]
+
+
+def storage_rates(system: SystemRuntime, access: Access, depth: int) -> tuple[float, ...]:
+    """Requests/s the volume serves with 1..depth outstanding: its law, capped by its constraints."""
+    volume = system.volume
+
+    def rate(k: int) -> float:
+        at_k = access.with_(queue_depth=float(k))
+        return min(volume.concurrency(at_k).requests_per_second(k), ceiling_per_second(volume.usage(at_k), access.block_bytes))
+
+    return sampled_rates(rate, depth)
+
+
+def closed_loop(system: SystemRuntime, params: GdsReadParams, block: float, threads: int) -> GdsLoop:
+    gpu = _gpu(system, params)
+    n = drive_requests(params.api, threads, params.io_depth)
+    access = Access("read", block, params.pattern, n)
+    cpu_s = 0.0 if submission_hidden(params.api, params.io_depth) else CUFILE_CPU_S_PER_IO
+    # cuFile's CPU cost is stated for the reference core; the host's cores run at core_speed of it
+    ceiling = ceiling_per_second(system.volume.usage(access), block)
+    return gds_loop(storage_rates(system, access, n), block, n, params.data_mode, system.host.cpu.capacity, gpu.link_h2d.capacity,
+                    cpu_s, system.host.core_speed, ceiling)
+
+
+def usage(system: SystemRuntime, params: GdsReadParams, block: float, n: int) -> Usage:
+    """A byte's path: the volume at depth N, the GPU's link, cuFile's CPU, and the bounce buffer's DRAM in compat mode."""
+    gpu = _gpu(system, params)
+    out = [*system.volume.usage(Access("read", block, params.pattern, n)), (gpu.link_h2d, 1.0),
+           (system.host.cpu, CUFILE_CPU_S_PER_IO / block / system.host.core_speed)]
+    if params.data_mode == "compat":
+        out.append((system.host.memory, COMPAT_DRAM_BYTES_PER_BYTE))
+    return out
+
+
+def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, params: GdsReadParams,
+            block: float, threads: int) -> tuple[dict[str, float], GdsLoop]:
+    loop = closed_loop(system, params, block, threads)
+    per_thread = loop.rate * block / threads
+    flow_usage = usage(system, params, block, drive_requests(params.api, threads, params.io_depth))
     start = env.now
-    flows = [engine.start(f"gds.t{t}", params.size_per_thread, usage, max_rate=per_thread) for t in range(threads)]
+    flows = [engine.start(f"gds.t{t}", params.size_per_thread, flow_usage, max_rate=per_thread) for t in range(threads)]
     env.run(simpy.AllOf(env, [f.done for f in flows]))
     elapsed = env.now - start
     total = params.size_per_thread * threads
@@ -94,25 +144,36 @@ def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, p
         "latency_mean_us": threads * params.io_depth / iops * 1e6,
         "elapsed_seconds": elapsed,
         "bytes_read_GB": total / 1e9,
-    }
+    }, loop
+
+
+def _sweep(ctx: RunContext, params: GdsReadParams) -> dict:
+    """The study's grid: block 8K..1M x depth 1..128, the depth being gdsio's threads (sync) or its IO depth
+    per thread (batch, async)."""
+    axis = "threads" if params.api == "sync" else "io_depth"
+    rows = []
+    for block in SWEEP_BLOCKS:
+        for depth in SWEEP_THREADS:
+            cell = params.model_copy(update={axis: depth, "block_size": block})
+            env = simpy.Environment()
+            engine = FlowEngine(env)
+            system = SystemRuntime(engine, ctx.system.config)
+            m, loop = measure(env, engine, system, cell, float(block), cell.threads)
+            rows.append([block, depth, m["bandwidth_GiB_per_second"], m["iops"], m["latency_mean_us"], loop.binding()])
+    return {"columns": ["block_bytes", axis, "bandwidth_GiB_per_second", "iops", "latency_mean_us", "binding"], "rows": rows}
 
 
 def run(ctx: RunContext, params: GdsReadParams) -> WorkloadOutcome:
-    metrics = measure(ctx.env, ctx.engine, ctx.system, params, params.block_size, params.threads)
-    metrics["qd1_latency_us"] = qd1_latency_s(ctx.system, params.block_size, params.pattern) * 1e6
-    detail: dict = {}
+    metrics, loop = measure(ctx.env, ctx.engine, ctx.system, params, params.block_size, params.threads)
+    metrics["qd1_latency_us"] = ctx.system.volume.qd1_latency_s(Access("read", params.block_size, params.pattern)) * 1e6
+    metrics["outstanding_requests"] = float(params.threads * params.io_depth)
+    metrics["drive_requests"] = float(drive_requests(params.api, params.threads, params.io_depth))
+    detail: dict = {"mode": params.data_mode, "path": params.path, "binding": loop.binding()}
     if params.sweep:
-        rows = []
-        for block in SWEEP_BLOCKS:
-            for threads in SWEEP_THREADS:
-                env = simpy.Environment()
-                engine = FlowEngine(env)
-                system = SystemRuntime(engine, ctx.system.config)
-                m = measure(env, engine, system, params, float(block), threads)
-                rows.append([block, threads, m["bandwidth_GiB_per_second"], m["iops"], m["latency_mean_us"]])
-        detail["sweep"] = {"columns": ["block_bytes", "threads", "bandwidth_GiB_per_second", "iops", "latency_mean_us"],
-                           "rows": rows}
-        metrics["sweep_max_bandwidth_GiB_per_second"] = float(np.max([r[2] for r in rows]))
+        detail["sweep"] = _sweep(ctx, params)
+        metrics["sweep_max_bandwidth_GiB_per_second"] = float(np.max([r[2] for r in detail["sweep"]["rows"]]))
+    if not math.isfinite(metrics["bandwidth_GiB_per_second"]):
+        raise WorkloadConfigError("workload: the read moved no data")
     return WorkloadOutcome(metrics, detail, {"iops": "IOPS"})
 
 

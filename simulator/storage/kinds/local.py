@@ -7,6 +7,7 @@ from typing import Literal
 from iowatt.simulator.machine import CatalogRef
 from iowatt.simulator.storage.contract import Volume
 from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.host_interface import HostInterfaceConfig, attach
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
 from iowatt.simulator.storage.striped import StripedVolume
 from pydantic import Field
@@ -17,10 +18,13 @@ class LocalStorageConfig(DriveFields):
 
     kind: Literal["local"] = "local"
     count: int = Field(default=1, ge=1, le=256, description="drives; more than one are striped (RAID 0)")
+    attach: HostInterfaceConfig | None = Field(
+        default=None, description="where the drives attach: `hba`, `expander_lanes`, `switch_uplink` (default: the CPU's own lanes)"
+    )
 
 
 def build(ctx: BuildContext, config: LocalStorageConfig) -> Volume:
-    return StripedVolume(config.build_drives(ctx.engine, ctx.prefix, config.count))
+    return attach(ctx.engine, StripedVolume(config.build_drives(ctx.engine, ctx.prefix, config.count)), config.attach, ctx.prefix)
 
 
 def _drives_bought(config: LocalStorageConfig) -> tuple[CatalogRef, int]:

@@ -4,25 +4,32 @@ Server and client NIC constraints per direction (payload rate after framing,
 with the protocol header per request as a coefficient), server CPU (per byte
 and per RPC), server DRAM traffic (the data passes through server memory: DMA
 in from the drives and out to the NIC, plus one copy on TCP), client CPU per
-byte and per RPC on the host.  nfsd threads serve one RPC each at a time (a
-READ blocks its thread on the export's read) and the client's session slots
-bound the RPCs in flight: both are thread-seconds per second.
+byte and per RPC on the host.  The closed loop (models.nfs_server): the client's
+requests become RPCs, at most `client_slots` / `transport_slots` of them on the
+wire; each waits for one of `server_threads` nfsd threads, which holds it for
+the server's CPU and, for a READ, the export's read at the depth the busy
+threads give it (the export's own law: an array's members' network).  nfsd
+threads and client slots are also engine constraints in thread-seconds per
+second, at the loop's loaded holding times.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from iowatt.models import fabric as fab
 from iowatt.models.fabric import FabricName
+from iowatt.models.nfs_server import NfsLoop, NfsPath, solve_path
 from iowatt.models.units import Bytes
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage import registry
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Usage, Volume
+from iowatt.simulator.storage.front import FrontVolume
 from iowatt.simulator.storage.kinds import local, raid
+from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rates
 from iowatt.simulator.storage.registry import BuildContext, StorageKind, check_kind, kind_tag
-from iowatt.simulator.storage.shared import summed_queue_limit
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 ExportConfig = Annotated[
@@ -46,10 +53,21 @@ class NfsStorageConfig(BaseModel):
     rsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest READ per RPC (Linux default and maximum 1 MiB)")
     wsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest WRITE per RPC")
     server_threads: int = Field(
-        default=8, ge=1, le=4096, description="nfsd threads: RPCs the server serves at once (nfs-utils default 8: RPCNFSDCOUNT / nfs.conf threads)"
+        default=8, ge=1, le=4096,
+        description="nfsd threads: RPCs the server serves at once.  Default 8, the server OS's default: rpc.nfsd starts 8 "
+        "threads when given no count (nfs-utils; RPCNFSDCOUNT=8 in RHEL/CentOS 7's /etc/sysconfig/nfs, `threads=8` in "
+        "nfs.conf).  Studies rarely state it; tuned servers run 32-256",
     )
     client_slots: int = Field(
-        default=64, ge=1, le=4096, description="RPCs the client keeps in flight (Linux NFSv4.1 max_session_slots default 64)"
+        default=64, ge=1, le=4096,
+        description="RPCs the client keeps in flight on the session (Linux NFSv4.1+ client: nfs.max_session_slots default 64, "
+        "fs/nfs/nfs4session.h NFS4_DEF_SLOT_TABLE_SIZE)",
+    )
+    transport_slots: int | None = Field(
+        default=None, ge=1, le=65536,
+        description="RPCs the transport carries at once.  Default by protocol: rdma 128 (Linux xprtrdma "
+        "RPCRDMA_DEF_SLOT_TABLE, sunrpc.rdma_slot_table_entries: RPC/RDMA credits, RFC 8166 sect. 3.3.1), tcp 65536 "
+        "(sunrpc.tcp_max_slot_table_entries, RPC_MAX_SLOT_TABLE_LIMIT: slots grow on demand)",
     )
 
     @field_validator("export", mode="before")
@@ -57,8 +75,14 @@ class NfsStorageConfig(BaseModel):
     def _export_kind(cls, value: Any) -> Any:
         return check_kind(value, ("local", "raid"))
 
+    @property
+    def window(self) -> int:
+        """RPCs the client may have outstanding: the session's slots and the transport's, whichever is fewer."""
+        transport = self.transport_slots or (128 if self.protocol == "rdma" else 65536)
+        return min(self.client_slots, transport)
 
-class NfsVolume(Volume):
+
+class NfsVolume(FrontVolume):
     """An NFS export of `inner` (a RAID or striped local volume) on a server, over a fabric."""
 
     def __init__(self, engine: FlowEngine, inner: Volume, server: ServerNode, host: HostRuntime, config: NfsStorageConfig) -> None:
@@ -71,11 +95,13 @@ class NfsVolume(Volume):
         self.rsize = float(config.rsize)
         self.wsize = float(config.wsize)
         self.server_threads = int(config.server_threads)
+        self.window = config.window
         self.threads = engine.constraint("nfs.server_threads", float(config.server_threads))
-        self.slots = engine.constraint("nfs.client_slots", float(config.client_slots))
+        self.slots = engine.constraint("nfs.client_slots", float(self.window))
         rdma = config.protocol == "rdma"
         server_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.server_nics)
         client_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.client_nics)
+        self.wire_Bps = min(server_Bps, client_Bps)
         # tx = server -> client (reads), rx = client -> server (writes); full duplex
         self.server_tx = engine.constraint("nfs.server_nic_tx", server_Bps)
         self.server_rx = engine.constraint("nfs.server_nic_rx", server_Bps)
@@ -83,27 +109,14 @@ class NfsVolume(Volume):
         self.client_tx = engine.constraint("nfs.client_nic_tx", client_Bps)
         # DRAM bytes per data byte on the server: DMA in + DMA out; TCP adds a copy (read + write)
         self.server_dram = 2.0 if rdma else 4.0
+        self.last: tuple[NfsLoop, str] | None = None
 
-    @property
-    def drives(self) -> list[Drive]:
-        return self.inner.drives
-
-    @property
-    def unique_drives(self) -> list[Drive]:
-        return self.inner.unique_drives
-
-    @property
-    def capacity_bytes(self) -> float:
-        return self.inner.capacity_bytes
-
-    def discard(self, nbytes: float) -> None:
-        self.inner.discard(nbytes)
-
-    def _rpc(self, access: Access) -> Access:
-        """One RPC of the request (requests larger than rsize/wsize are split) as the export sees it:
-        at most one request per nfsd thread reaches it."""
+    def _rpc(self, access: Access) -> tuple[Access, float]:
+        """One RPC of the request as the export sees it (requests larger than rsize/wsize are split, the
+        pieces in flight together), and RPCs per request."""
         size = self.wsize if access.write else self.rsize
-        return access.with_(block_bytes=min(access.block_bytes, size), queue_depth=min(access.queue_depth, self.server_threads))
+        rpcs = max(1.0, math.ceil(access.block_bytes / size))
+        return access.with_(block_bytes=min(access.block_bytes, size), queue_depth=1.0), rpcs
 
     def _protocol_usage(self, access: Access) -> Usage:
         rpc = min(access.block_bytes, self.wsize if access.write else self.rsize)
@@ -115,37 +128,104 @@ class NfsVolume(Volume):
         nics = [(self.server_rx, wire), (self.client_tx, wire)] if access.write else [(self.server_tx, wire), (self.client_rx, wire)]
         return [*nics, (self.server.cpu, server_cpu), (self.server.memory, self.server_dram), (self.host.cpu, client_cpu)]
 
+    def cpu_seconds(self, rpc: Access) -> float:
+        """Server CPU per RPC (reference-core seconds)."""
+        return self.cost.server_cpu_s_per_op + self.cost.server_cpu_s_per_byte * rpc.block_bytes
+
     def thread_seconds(self, rpc: Access) -> float:
-        """Time an nfsd thread holds one RPC: a READ waits for the export's read (the server's page cache
-        misses on data sets larger than its RAM); a WRITE is UNSTABLE by default and only copies into
-        the server's page cache (written back and COMMITted later), so it costs CPU only."""
-        c = self.cost
-        cpu = c.server_cpu_s_per_op + c.server_cpu_s_per_byte * rpc.block_bytes
+        """Time an nfsd thread holds one RPC with nothing else queued: a READ waits for the export's read (the
+        server's page cache misses on data sets larger than its RAM); a WRITE is UNSTABLE by default and only
+        copies into the server's page cache (written back and COMMITted later), so it costs CPU only."""
+        cpu = self.cpu_seconds(rpc)
         return cpu if rpc.write else cpu + self.inner.qd1_latency_s(rpc)
 
+    def _export_rates(self, rpc: Access) -> tuple[float, ...]:
+        """RPCs/s the export serves with 1..T reads outstanding: its own law, capped by its constraints."""
+
+        def rate(k: int) -> float:
+            at_k = rpc.with_(queue_depth=float(k))
+            return min(self.inner.concurrency(at_k).requests_per_second(k), ceiling_per_second(self.inner.usage(at_k), rpc.block_bytes))
+
+        return sampled_rates(rate, self.server_threads)
+
+    def path(self, access: Access) -> NfsPath:
+        rpc, _rpcs = self._rpc(access)
+        wire_bytes = rpc.block_bytes + self.cost.header_bytes
+        return NfsPath(
+            export_rates=() if rpc.write else self._export_rates(rpc),
+            threads=self.server_threads,
+            cores=self.server.cpu.capacity,
+            cpu_s=self.cpu_seconds(rpc),
+            round_trip_s=self.cost.latency_s,
+            wire_s=wire_bytes / self.wire_Bps,
+            window=self.window,
+            blocks_thread=not rpc.write,
+        )
+
+    def closed_loop(self, access: Access) -> NfsLoop:
+        rpc, rpcs = self._rpc(access)
+        loop = solve_path(self.path(access), math.ceil(max(1.0, access.queue_depth) * rpcs))
+        export = "writes are UNSTABLE: written back later" if rpc.write else self._export_state(rpc, loop)
+        self.last = (loop, export)
+        return loop
+
+    def _export_state(self, rpc: Access, loop: NfsLoop) -> str:
+        depth = max(1.0, loop.threads_busy)
+        self.inner.concurrency(rpc.with_(queue_depth=depth))
+        state = self.inner.report().get("closed_loop")
+        return str(state["binding"]) if isinstance(state, dict) else f"{self.inner.qd1_latency_s(rpc) * 1e3:.3g} ms per read"
+
     def usage(self, access: Access) -> Usage:
-        rpc = self._rpc(access)
-        thread = self.thread_seconds(rpc)
-        round_trip = thread + fab.request_latency_s(self.fabric, self.protocol, rpc.block_bytes)
+        rpc, _rpcs = self._rpc(access)
+        loop = self.closed_loop(access)
+        depth = max(1.0, loop.threads_busy) if not rpc.write else max(1.0, access.queue_depth)
+        slot_s = loop.on_wire / loop.rpc_rate  # a slot is held for the RPC's whole loaded round trip (Little)
         return [
-            *self.inner.usage(rpc),
+            *self.inner.usage(rpc.with_(queue_depth=depth)),
             *self._protocol_usage(access),
-            (self.threads, thread / rpc.block_bytes),
-            (self.slots, round_trip / rpc.block_bytes),
+            (self.threads, loop.thread_hold_s / rpc.block_bytes),
+            (self.slots, slot_s / rpc.block_bytes),
         ]
 
     def qd1_latency_s(self, access: Access) -> float:
-        """The export's own request latency + the RPC round trip and the data's serialisation."""
-        rpc = self._rpc(access)
-        return self.inner.qd1_latency_s(rpc) + fab.request_latency_s(self.fabric, self.protocol, rpc.block_bytes)
+        """The thread's time (the export's read for a READ, CPU only for an UNSTABLE WRITE) + the RPC round
+        trip and the data's serialisation."""
+        rpc, _rpcs = self._rpc(access)
+        return self.thread_seconds(rpc) + fab.request_latency_s(self.fabric, self.protocol, rpc.block_bytes)
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
-        return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, summed_queue_limit(self.drives))
+        """The loop of models.nfs_server at the access's queue depth, as the contract's law (exact at N)."""
+        _rpc, rpcs = self._rpc(access)
+        n = max(1.0, access.queue_depth)
+        loop = self.closed_loop(access)
+        host_rate = loop.rpc_rate / rpcs
+        l0 = self.qd1_latency_s(access)
+        s = 0.0 if n <= 1.0 else max(0.0, (n / host_rate - l0) / (n - 1.0))
+        return ConcurrencyLaw(l0, s, None, units=False)
+
+    def report(self) -> dict[str, object]:
+        out = super().report()
+        if self.last is not None:
+            loop, export = self.last
+            out["closed_loop"] = {
+                "binding": loop.binding(self.server_threads, export),
+                "rpcs_in_flight": loop.on_wire,
+                "rpcs_per_second": loop.rpc_rate,
+                "nfsd_threads_busy": loop.threads_busy,
+                "thread_hold_s": loop.thread_hold_s,
+                "utilisation": dict(loop.utilisation),
+            }
+        return out
 
 
 def build(ctx: BuildContext, config: NfsStorageConfig) -> Volume:
     server = server_node(ctx.engine, "nfs_server", config.server)
-    inner = registry.build(ctx.engine, config.export, ctx.host, prefix="nfs.")
+    inner_ctx = BuildContext(ctx.engine, ctx.host, prefix="nfs.")
+    if isinstance(config.export, raid.RaidStorageConfig):
+        # md runs on the server's cores (ServerNode cores are reference-core equivalents)
+        inner: Volume = raid.build_array(inner_ctx, config.export, server.cpu, 1.0)
+    else:
+        inner = registry.build(ctx.engine, config.export, ctx.host, prefix="nfs.")
     return NfsVolume(ctx.engine, inner, server, ctx.host, config)
 
 

@@ -1,11 +1,15 @@
 """`kind: raid`: RAID 0/1/5/6/10 over identical drives (models.array laws).
 
 Per-drive device bytes per host byte come from models.array (small-write
-penalty, full-stripe writes, degraded reads); each member drive sees its
-pieces at its share of the outstanding requests (host requests x device I/Os
-per request / drives).  In rebuild mode a share of every involved drive's
-bottleneck resource is reserved for the rebuild stream, as a controller's
-rebuild-rate setting does.
+penalty, full-stripe writes, degraded reads).  The closed loop is solved over
+the members (simulator.storage.member_law): the pieces of the N host requests in
+flight land on the drives at random, each drive serves what it holds through its
+own concurrency law, and the number a drive holds follows the network's
+distribution, not N / n; its mean (when busy) is the queue depth the drive's
+usage sees (a disk reorders what it holds).  The md layer costs host CPU per
+device I/O and, for parity writes, per byte XORed (models.array).  In rebuild
+mode a share of every involved drive's bottleneck resource is reserved for the
+rebuild stream, as a controller's rebuild-rate setting does.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from typing import Literal
 
 from iowatt.models import array as raid
 from iowatt.models.units import Bytes, Fraction
-from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
 from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.host_interface import HostInterfaceConfig, attach
+from iowatt.simulator.storage.member_law import MemberLoad, VolumeLoop, volume_loop
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
-from iowatt.simulator.storage.shared import bottleneck_share, drive_usage, reserve, summed_queue_limit
+from iowatt.simulator.storage.shared import bottleneck_share, drive_usage, reserve
 from pydantic import Field, model_validator
 
 
@@ -34,6 +40,9 @@ class RaidStorageConfig(DriveFields):
     )
     degraded: bool = Field(default=False, description="one drive has failed; reads of its data are reconstructed")
     rebuild: bool = Field(default=False, description="a failed drive is being rebuilt onto a replacement (implies degraded)")
+    attach: HostInterfaceConfig | None = Field(
+        default=None, description="where the drives attach: `hba`, `expander_lanes`, `switch_uplink` (default: the CPU's own lanes)"
+    )
     rebuild_share: Fraction = Field(
         default=0.3,
         gt=0.0,
@@ -57,9 +66,12 @@ class RaidVolume(Volume):
     """RAID 0/1/5/6/10 over identical drives."""
 
     def __init__(self, engine: FlowEngine, drives: list[Drive], level: int, stripe_unit: float, degraded: bool = False,
-                 rebuild: bool = False, rebuild_share: float = 0.3) -> None:
+                 rebuild: bool = False, rebuild_share: float = 0.3, cpu: Constraint | None = None, core_speed: float = 1.0) -> None:
         raid.check_geometry(level, len(drives))
         self.engine = engine
+        self.cpu = cpu  # the cores md runs on (the host's, or an NFS server's); None: not charged
+        self.core_speed = core_speed
+        self.last_loop: VolumeLoop | None = None
         self._drives = list(drives)
         self.level = level
         self.stripe_unit = float(stripe_unit)
@@ -85,18 +97,42 @@ class RaidVolume(Volume):
         return raid.io_load(self.level, self.n, access.op, access.block_bytes, self.stripe_unit,
                             sequential=access.pattern == "seq", failed=self.failed)
 
+    def pieces(self, access: Access) -> tuple[Access, Access]:
+        """The read and the write a member drive sees of `access` (queue depth: one; the loop sets it).
+        Reads inside a write are read-modify-write reads of old data/parity: random."""
+        load = self.load(access)
+        piece = access.with_(block_bytes=max(load.drive_block_bytes, PAGE_BYTES), queue_depth=1.0)
+        reads = piece.with_(op="read", pattern=access.pattern if access.op == "read" else "rand", overwrite=False)
+        return reads, piece.with_(op="write")
+
+    def member_load(self, access: Access) -> MemberLoad:
+        """Device I/Os per host request, how many at once (a read-modify-write reads, then writes: two
+        phases), each drive's share of them, and the read/write mix of the pieces."""
+        load = self.load(access)
+        total = load.read_total + load.write_total
+        phases = 2.0 if access.write and load.read_total > 0.0 else 1.0
+        reads, writes = self.pieces(access)
+        parts = ((reads, load.read_total / total), (writes, load.write_total / total))
+        visits = tuple((r + w) / total for r, w in zip(load.read, load.write, strict=True))
+        return MemberLoad(max(1.0, load.drive_ios), max(1.0, load.drive_ios / phases), visits, parts)
+
+    def closed_loop(self, access: Access) -> VolumeLoop:
+        """The members' network at the access's queue depth (simulator.storage.member_law)."""
+        loop = volume_loop(self._drives, self.member_load(access), access, self.qd1_latency_s(access))
+        self.last_loop = loop
+        return loop
+
     def usage(self, access: Access) -> Usage:
         load = self.load(access)
-        # host requests outstanding spread over the drives, times device I/Os per request
-        piece = access.with_(block_bytes=max(load.drive_block_bytes, PAGE_BYTES),
-                             queue_depth=access.queue_depth * max(1.0, load.drive_ios) / self.n)
-        # reads inside a write are read-modify-write reads of old data/parity: random
-        reads = piece.with_(op="read", pattern=access.pattern if access.op == "read" else "rand", overwrite=False)
-        writes = piece.with_(op="write")
+        depth = self.closed_loop(access).per_drive_outstanding
+        reads, writes = (p.with_(queue_depth=max(1.0, depth)) for p in self.pieces(access))
         out: Usage = []
         for i, drive in enumerate(self._drives):
             out += drive_usage(drive, reads, load.read[i])
             out += drive_usage(drive, writes, load.write[i])
+        if self.cpu is not None:
+            cpu_s = raid.md_cpu_seconds_per_byte(self.level, self.n, access.op, access.block_bytes, load.drive_ios)
+            out.append((self.cpu, cpu_s / self.core_speed))
         return out
 
     def qd1_latency_s(self, access: Access) -> float:
@@ -110,9 +146,8 @@ class RaidVolume(Volume):
         return latency
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
-        """The asymptotic bound N / L0 (each request goes to its drives; their reordering is in the usage);
-        the array holds as many commands as its members together."""
-        return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, summed_queue_limit(self._drives))
+        """The members' closed loop at the access's queue depth, as the contract's law (member_law)."""
+        return self.closed_loop(access).law
 
     def discard(self, nbytes: float) -> None:
         """Deleted files free their data and parity: each drive drops its full-stripe share."""
@@ -145,15 +180,36 @@ class RaidVolume(Volume):
 
     def report(self) -> dict[str, object]:
         out = super().report()
+        if self.last_loop is not None:
+            out["closed_loop"] = loop_report(self.last_loop)
         if self.rebuild_rate_Bps > 0.0:
             out["rebuild_rate_GBps"] = self.rebuild_rate_Bps / 1e9
             out["rebuild_seconds"] = self.rebuild_seconds()
         return out
 
 
-def build(ctx: BuildContext, config: RaidStorageConfig) -> Volume:
+def loop_report(loop: VolumeLoop) -> dict[str, object]:
+    """The closed loop of the last access asked about: what binds it and how the drives share it."""
+    return {
+        "binding": loop.binding(),
+        "requests_in_flight": loop.requests,
+        "requests_per_second": loop.host_rate,
+        "mean_latency_s": loop.requests / loop.host_rate,
+        "drive_outstanding_when_busy": loop.per_drive_outstanding,
+        "utilisation": dict(loop.solution.utilisation),
+    }
+
+
+def build_array(ctx: BuildContext, config: RaidStorageConfig, cpu: Constraint | None, core_speed: float) -> Volume:
+    """The array with md running on `cpu` (the host's cores, or an NFS server's), behind its host interface."""
     drives = config.build_drives(ctx.engine, ctx.prefix, config.count)
-    return RaidVolume(ctx.engine, drives, config.level, config.stripe_unit, config.degraded, config.rebuild, config.rebuild_share)
+    array = RaidVolume(ctx.engine, drives, config.level, config.stripe_unit, config.degraded, config.rebuild, config.rebuild_share,
+                       cpu, core_speed)
+    return attach(ctx.engine, array, config.attach, ctx.prefix)
+
+
+def build(ctx: BuildContext, config: RaidStorageConfig) -> Volume:
+    return build_array(ctx, config, ctx.host.cpu, ctx.host.core_speed)
 
 
 def _drives_bought(config: RaidStorageConfig) -> tuple[CatalogRef, int]:

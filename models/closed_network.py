@@ -1,0 +1,306 @@
+"""Closed queueing networks solved exactly: load-dependent stations and delays, one customer class.
+
+N customers (requests in flight) cycle through the stations with zero think time.
+A load-dependent station serves mu(j) requests per second while it holds j of
+them (a drive at j outstanding through its concurrency law, a pool of c nfsd
+threads: min(j, c) / s); a delay holds each visit for Z seconds whatever the
+load (a fabric round trip).  Product form (Gordon & Newell 1967; Baskett,
+Chandy, Muntz & Palacios 1975) gives the probability of n_i customers at
+station i as prod_i f_i(n_i) / G(N) with
+
+    f_i(k) = prod_{j=1..k} v_i / mu_i(j)      load-dependent station, v_i visits per cycle
+    f_i(k) = (v_i Z_i)^k / k!                 delay (infinite server)
+
+G(N) the convolution of the f_i (Buzen 1973).  The cycle rate is X(N) = G(N-1) / G(N);
+a station's marginal is P_i(k) = f_i(k) G_{-i}(N - k) / G(N), with G_{-i} the
+network without station i (Lazowska, Zahorjan, Graham & Sevcik, Quantitative
+System Performance, 1984, ch. 8 and 20).  `copies` identical stations (the
+members of an array, requests placed uniformly at random) enter as the
+copies-fold convolution of one station's f.
+
+The vectors are kept in logarithms: G grows like the number of ways to place
+N customers, beyond the range of a double for a few hundred customers.  A
+subnetwork replaced by its throughput as a function of its population (a
+flow-equivalent server, Chandy, Herzog & Woo 1975) is exact in product form;
+models.nfs_server builds the NFS server that way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+# Largest population solved exactly (one log-domain convolution costs MAX^2); larger ones move in bundles.
+MAX_EXACT_CUSTOMERS = 512
+_BLOCK_CELLS = 1 << 21  # cells per block of the log-domain convolution (memory bound)
+
+
+@dataclass(frozen=True)
+class Station:
+    """A load-dependent station: `rates[j-1]` requests per second while it holds j (the last rate holds beyond).
+
+    `visits`: visits per customer cycle (per copy); `copies`: identical stations sharing the visits."""
+
+    name: str
+    rates: tuple[float, ...]
+    visits: float = 1.0
+    copies: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.rates or any(not r > 0.0 for r in self.rates):
+            raise ValueError(f"station {self.name}: rates must be > 0, found {self.rates[:4]}...")
+        if self.visits < 0.0 or self.copies < 1:
+            raise ValueError(f"station {self.name}: visits >= 0 and copies >= 1, found {self.visits}, {self.copies}")
+
+    def rate(self, j: int) -> float:
+        return self.rates[min(j, len(self.rates)) - 1]
+
+
+@dataclass(frozen=True)
+class Delay:
+    """An infinite-server station: each visit takes `seconds` whatever else is there."""
+
+    name: str
+    seconds: float
+    visits: float = 1.0
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The network at `customers`: cycle rate, cycle time, and per-station figures (per copy)."""
+
+    customers: int
+    throughput: float                 # customer cycles per second
+    cycle_s: float                    # N / X (Little's law)
+    mean_queue: dict[str, float] = field(default_factory=dict)
+    utilisation: dict[str, float] = field(default_factory=dict)   # its rate / its highest rate (busy servers / servers)
+    occupied: dict[str, float] = field(default_factory=dict)      # P(station holds >= 1)
+    busy_queue: dict[str, float] = field(default_factory=dict)    # E[held | held >= 1]
+    residence_s: dict[str, float] = field(default_factory=dict)   # time per cycle spent at the station (all copies)
+
+    def busiest(self) -> tuple[str, float]:
+        """The station with the highest utilisation and that utilisation."""
+        if not self.utilisation:
+            return "", 0.0
+        name = max(self.utilisation, key=lambda k: self.utilisation[k])
+        return name, self.utilisation[name]
+
+
+def log_convolve(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """log of (exp(a) * exp(b))[0..n], the truncated convolution of two log-vectors (-inf for zero)."""
+    out = np.full(n + 1, -np.inf)
+    la, lb = min(len(a), n + 1), min(len(b), n + 1)
+    a = a[:la]
+    b_pad = np.full(n + 1, -np.inf)
+    b_pad[:lb] = b[:lb]
+    rows = max(1, _BLOCK_CELLS // max(1, la))
+    k = np.arange(la)
+    for start in range(0, n + 1, rows):
+        m = np.arange(start, min(n + 1, start + rows))[:, None]
+        idx = m - k[None, :]
+        valid = idx >= 0
+        terms = np.where(valid, a[None, :] + b_pad[np.clip(idx, 0, n)], -np.inf)
+        peak = terms.max(axis=1)
+        finite = np.isfinite(peak)
+        sums = np.zeros(len(peak))
+        if finite.any():
+            sums[finite] = np.log(np.exp(terms[finite] - peak[finite, None]).sum(axis=1))
+        out[start:start + len(peak)] = np.where(finite, peak + sums, -np.inf)
+    return out
+
+
+def _log_power(f: np.ndarray, copies: int, n: int) -> np.ndarray:
+    """The copies-fold convolution of f, by repeated squaring."""
+    result: np.ndarray | None = None
+    base = f[: n + 1]
+    while copies:
+        if copies & 1:
+            result = base if result is None else log_convolve(result, base, n)
+        copies >>= 1
+        if copies:
+            base = log_convolve(base, base, n)
+    if result is None:
+        result = np.full(n + 1, -np.inf)
+        result[0] = 0.0
+    return result
+
+
+def log_factor(station: Station | Delay, n: int) -> np.ndarray:
+    """log f(k), k = 0..n, of one copy (module docstring)."""
+    k = np.arange(1, n + 1)
+    out = np.zeros(n + 1)
+    if isinstance(station, Delay):
+        if station.visits <= 0.0 or station.seconds <= 0.0:
+            out[1:] = -np.inf
+            return out
+        out[1:] = np.cumsum(math.log(station.visits * station.seconds) - np.log(k))
+        return out
+    if station.visits <= 0.0:
+        out[1:] = -np.inf
+        return out
+    rates = np.array([station.rate(int(j)) for j in k])
+    out[1:] = np.cumsum(math.log(station.visits) - np.log(rates))
+    return out
+
+
+def _bundled(station: Station | Delay, size: float) -> Station | Delay:
+    """The station as seen by bundles of `size` requests (a population too large to solve exactly): a
+    station holding j bundles holds j x size requests and completes mu(j x size) / size bundles per second."""
+    if isinstance(station, Delay) or size == 1.0:
+        return station
+    n = max(1, math.ceil(len(station.rates) / size))
+    rates = tuple(station.rate(max(1, round(j * size))) / size for j in range(1, n + 1))
+    return Station(station.name, rates, station.visits, station.copies)
+
+
+def _powers(parts: list[tuple[Station | Delay, np.ndarray]], n: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """For each station: the convolution of all its copies, and of all but one."""
+    full, but_one = [], []
+    for s, f in parts:
+        copies = s.copies if isinstance(s, Station) else 1
+        rest = _log_power(f, copies - 1, n)
+        but_one.append(rest)
+        full.append(log_convolve(rest, f, n) if copies > 1 else f)
+    return full, but_one
+
+
+def _product(vectors: list[np.ndarray], n: int) -> np.ndarray:
+    total = np.full(n + 1, -np.inf)
+    total[0] = 0.0
+    for v in vectors:
+        total = log_convolve(total, v, n)
+    return total
+
+
+@lru_cache(maxsize=256)
+def solve(stations: tuple[Station, ...], delays: tuple[Delay, ...], customers: int) -> Solution:
+    """The network with `customers` in it: exact up to MAX_EXACT_CUSTOMERS; beyond, customers move in
+    bundles of N / MAX_EXACT_CUSTOMERS (`_bundled`), the same network at a coarser grain."""
+    if customers < 1:
+        raise ValueError(f"a closed network needs >= 1 customer, found {customers}")
+    n = min(int(customers), MAX_EXACT_CUSTOMERS)
+    size = customers / n
+    parts = [(b, log_factor(b, n)) for b in (_bundled(s, size) for s in [*stations, *delays])]
+    full, but_one = _powers(parts, n)
+    total = _product(full, n)
+    x = math.exp(total[n - 1] - total[n]) * size
+    sol = Solution(customers=int(customers), throughput=x, cycle_s=customers / x)
+    k = np.arange(n + 1)
+    for i, (s, f) in enumerate(parts):
+        if not isinstance(s, Station) or s.visits <= 0.0:
+            continue
+        rest = _product([p for j, p in enumerate(full) if j != i] + [but_one[i]], n)
+        p_k = np.exp(f + rest[::-1] - total[n])
+        p_k /= p_k.sum()
+        mean = float((k * p_k).sum()) * size
+        busy = 1.0 - float(p_k[0])
+        sol.mean_queue[s.name] = mean
+        sol.occupied[s.name] = busy
+        sol.utilisation[s.name] = min(1.0, x * s.visits / (max(s.rates) * size))
+        sol.busy_queue[s.name] = mean / busy if busy > 0.0 else 0.0
+        sol.residence_s[s.name] = mean * s.copies / x
+    return sol
+
+
+def throughput_curve(stations: tuple[Station, ...], delays: tuple[Delay, ...], customers: int) -> np.ndarray:
+    """X(1..customers) of the network from one pass (X(m) = G(m-1) / G(m)): a flow-equivalent server's
+    rates.  Populations beyond MAX_EXACT_CUSTOMERS keep the rate at that population."""
+    n = min(int(customers), MAX_EXACT_CUSTOMERS)
+    parts = [(s, log_factor(s, n)) for s in [*stations, *delays]]
+    total = _product(_powers(parts, n)[0], n)
+    x = np.exp(total[:-1] - total[1:])
+    if customers > n:
+        x = np.concatenate([x, np.full(customers - n, x[-1])])
+    return x
+
+
+# ---------------------------------------------------------------------------- start-dependent servers
+
+
+def _tagged_chain(service_s: np.ndarray, arrivals: np.ndarray, customers: int, stay: float) -> np.ndarray:
+    """Completion rate of one single server, given k present, when a command's service time is fixed
+    when it starts: exponential of mean service_s[j - 1] for the j commands present at its start.
+
+    State (k, j): k present, the command in service started with j (1 <= j <= k); arrivals at
+    arrivals[k] (from the rest of the network holding N - k); a completed command comes straight back
+    with probability `stay` (the layout sends the next request to the same drive).  Returns mu_eff(1..N) =
+    E[1 / s(j) | k], from the chain's stationary distribution (scipy sparse solve)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import spsolve
+
+    n, cap = customers, len(service_s)
+    index: dict[tuple[int, int], int] = {(0, 0): 0}
+    for k in range(1, n + 1):
+        for j in range(1, min(k, cap) + 1):
+            index[(k, j)] = len(index)
+    rows, cols, vals = [], [], []
+
+    def move(src: int, dst: int, rate: float) -> None:
+        rows.extend((dst, src))
+        cols.extend((src, src))
+        vals.extend((rate, -rate))
+
+    move(0, index[(1, 1)], float(arrivals[0]))
+    for (k, j), i in index.items():
+        if k == 0:
+            continue
+        if k < n:
+            move(i, index[(k + 1, j)], float(arrivals[k]))
+        rate = 1.0 / float(service_s[j - 1])
+        after = k - 1
+        move(i, index[(after, min(after, cap))] if after else 0, rate * (1.0 - stay))
+        if stay > 0.0 and min(k, cap) != j:
+            move(i, index[(k, min(k, cap))], rate * stay)
+    size = len(index)
+    q = coo_matrix((vals, (rows, cols)), shape=(size, size)).tocsr().tolil()
+    q[0, :] = 1.0  # replace one balance equation by the normalisation
+    b = np.zeros(size)
+    b[0] = 1.0
+    pi = spsolve(q.tocsr(), b)
+    done = np.zeros(n + 1)
+    held = np.zeros(n + 1)
+    for (k, j), i in index.items():
+        if k:
+            done[k] += pi[i] / service_s[j - 1]
+            held[k] += pi[i]
+    # states the network almost never reaches carry round-off only: there the start depth is the present one
+    plain = 1.0 / service_s[np.minimum(np.arange(n), cap - 1)]
+    rates = np.where(held[1:] > 1e-12, done[1:] / np.maximum(held[1:], 1e-300), plain)
+    return np.clip(rates, 1.0 / service_s.max(), 1.0 / service_s.min())
+
+
+# Start depths a single server distinguishes: a disk picking among more than this many commands is taken
+# to gain no more (models.hdd's reordering law is flat there); it bounds the chain to N x 64 states.
+START_DEPTH_CAP = 64
+
+
+@lru_cache(maxsize=128)
+def start_dependent_rates(station: Station, others: tuple[Station, ...], customers: int, rounds: int = 8) -> tuple[float, ...]:
+    """Effective load-dependent rates of `station` (all its copies) when each copy is one server whose
+    command's service time is set when it starts: 1 / rates[j - 1] for the j commands it then holds (a
+    hard disk choosing its next command among those queued, models.hdd).  Arrivals during a service do
+    not shorten it, which the load-dependent station of the product form would assume.
+
+    Marie's method (Marie, IEEE TSE 1980; Lazowska et al. 1984 ch. 9): one copy is solved exactly as the
+    Markov chain above, fed by the rest of the network replaced by its flow-equivalent server (the
+    network with that copy short-circuited, models.closed_network.throughput_curve, times the copy's
+    visits); its conditional completion rates replace the copies' rates, and the two are iterated."""
+    n = min(int(customers), MAX_EXACT_CUSTOMERS)
+    service = 1.0 / np.array(station.rates[: max(1, min(len(station.rates), n, START_DEPTH_CAP))])
+    mu = tuple(station.rate(k) for k in range(1, n + 1))
+    if station.copies == 1 and not others:
+        return mu
+    for _ in range(rounds):
+        peers = (Station(station.name, mu, station.visits, station.copies - 1),) if station.copies > 1 else ()
+        rest = throughput_curve((*peers, *others), (), n)  # X_short(m), m = 1..n
+        # fresh arrivals: the rest completes (1 - v) of a cycle's visits per cycle and sends v of them here
+        share = station.visits / (station.visits * station.copies + sum(o.visits * o.copies for o in others))
+        arrivals = np.concatenate([share * (1.0 - share) * rest[::-1], [0.0]])  # index k: the rest holds n - k
+        new = tuple(float(r) for r in _tagged_chain(service, arrivals, n, share))
+        if max(abs(a / b - 1.0) for a, b in zip(new, mu, strict=True)) < 1e-4:
+            return new
+        mu = new
+    return mu
