@@ -168,7 +168,7 @@ class DlioParams(BaseModel):
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
     au_target: float | None = Field(
         default=None, gt=0, lt=1,
-        description="minimum AU for train_au_meet_expectation; default the MLPerf Storage minimum of the preset (cosmoflow, dlrm 0.70, retinanet 0.85, others 0.90)",
+        description="minimum AU for train_au_meet_expectation; default the MLPerf minimum of the preset (cosmoflow, dlrm 0.70, retinanet 0.85, else 0.90)",
     )
     search_au: bool = Field(default=True, description="find max_accelerators_au90")
     search_steps: int = Field(default=16, ge=2, le=10_000, description="steps per accelerator in each search run")
