@@ -155,6 +155,9 @@ class _ReadPath:
         # TFRecordDataset fills its buffer from the file, across record boundaries: capped by the file)
         if tensorflow:
             block = min(params.transfer_size, record * cfg.samples_per_file)
+        elif cfg.format == "parquet":
+            # parquet readers fetch column chunks of a row group: a request spans rows, up to the file's selected bytes
+            block = min(cfg.read_block_size, record * cfg.samples_per_file * cfg.bytes_read_fraction)
         else:
             block = min(cfg.read_block_size, record)
         self.block = block
