@@ -3,8 +3,9 @@ simulator/workloads/checkpoint.py (`workload: {kind: checkpoint, mlperf: {...}}`
 
 Models (Rules.md 4.3.3, Table 2; Submission_guidelines.md 2.2.1): llama3 8B on TP x PP x DP = 1x1x8 with ZeRO 3,
 70B 8x1x8 ZeRO 3, 405B 8x32x2 ZeRO 1, 1T 8x64x2 ZeRO 1; checkpoints of 105 GB, 912 GB, 5.29 TB and 18 TB, where
-the table's GB and TB are GiB and TiB (its units note: DLIO's `checkpoint_size_GB` is binary), so parameters are
-taken as Table 2's model GiB x 2^30 / 2 B (checkpoint.MODEL_PRESETS).
+the table's GB are GiB (its units note: DLIO's `checkpoint_size_GB` is binary) and its TB thousands of them
+(5.29 TB = 755 GiB of fp16 weights + 4,533 GiB of fp32 Adam state), so parameters are Table 2's model GiB x
+2^30 / 2 B (checkpoint.MODEL_PRESETS).
 
 Procedure (Submission_guidelines.md 2.2.2, Rules.md 4.3.1-4.3.2 and 4.7.1): one run writes `writes` checkpoints
 (10), each rank's save ending with fsync, then reads `reads` checkpoints (10) back.  Between the two phases the
@@ -43,9 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 GiB = 2.0**30
 
-# Rules.md Table 2: processes (TP x PP x DP) and checkpoint size (GiB) per model, the CLOSED division's
+# Rules.md Table 2: processes (TP x PP x DP) per model, the CLOSED division's
 TABLE2_PROCESSES = {"llama3_8b": 8, "llama3_70b": 64, "llama3_405b": 512, "llama3_1t": 1024}
-TABLE2_CHECKPOINT_GiB = {"llama3_8b": 105.0, "llama3_70b": 912.0, "llama3_405b": 5.29 * 1024, "llama3_1t": 18.0 * 1024}
 # Rules.md Table 3: the emulated accelerator of `checkpointing run --accelerator-type` -> its catalog GPU
 ACCELERATOR_GPUS = {"b200": "nvidia-b200", "mi355": "amd-mi355x", "h100": "nvidia-h100-sxm", "a100": "nvidia-a100-sxm-80gb"}
 # Rules.md 4.3.1: the data each host writes must be at least this many times its memory, else caches are dropped
