@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from iowatt.errors import user_errors
+from iowatt.errors import UserError, user_errors
 
 app = typer.Typer(
     name="iowatt",
@@ -97,7 +97,7 @@ def run(
         return
     chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio"))
     if chosen == "dlio" and output is None:
-        raise typer.BadParameter("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR", param_hint="--output")
+        raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
     from iowatt.scenarios.run import run_scenario
     from iowatt.simulator import report
 

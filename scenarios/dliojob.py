@@ -147,7 +147,7 @@ def _dataset(r: _Reader, out: dict[str, Any]) -> None:
 
 
 def _training(r: _Reader) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "dlio", "accelerator": "other", "search_au": True}
+    out: dict[str, Any] = {"kind": "dlio", "accelerator": "other"}
     name = str(r.get("model.name", "custom"))
     out["model"] = name if name in TRAINING_MODELS else "custom"
     framework = r.get("reader.data_loader", r.get("framework"))
@@ -177,6 +177,9 @@ def _training(r: _Reader) -> dict[str, Any]:
 def _checkpoint(r: _Reader) -> dict[str, Any]:
     name = str(r.get("model.name", ""))
     out: dict[str, Any] = {"kind": "checkpoint"}
+    framework = r.get("framework", "pytorch")
+    if framework != "pytorch":
+        r.refuse("framework", f"checkpoints are modelled as torch.save (pytorch), found {framework!r}")
     preset = TABLE2.get(name)
     if preset is not None:
         out["model"] = preset
