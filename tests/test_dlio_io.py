@@ -17,9 +17,8 @@ import pytest
 from iowatt.calibration import bundle
 from iowatt.scenarios.dliojob import parse_workload, read_workload_file
 from iowatt.scenarios.loader import ScenarioError
-from typer.testing import CliRunner
 
-from iowatt.cli import app
+from tests.test_calibration_dlio import invoke, refused
 
 DLIO = Path(__file__).resolve().parent / "fixtures" / "dlio"
 REAL = DLIO / "unet3d_tiny"
@@ -27,20 +26,6 @@ WORKLOADS = DLIO / "workloads"
 DEVICE = ["--set", "storage.device=micron-6550-ion"]
 CHECKPOINT_KEYS = {f"{op}_checkpoint_{k}" for op in ("save", "load")
                    for k in ("io_mean_GB_per_second", "io_stdev_GB_per_second", "duration_mean_seconds", "duration_stdev_seconds")}
-runner = CliRunner()
-
-
-def invoke(*args) -> object:
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def refused(result, *needles: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert result.stderr.startswith("error: ") and "Traceback" not in result.output
-    for needle in needles:
-        assert needle in result.stderr, result.stderr
-
-
 def _shape(value: object) -> object:
     """A JSON value's shape: mappings by key, lists by their items' type, scalars by type (ints count as numbers)."""
     if isinstance(value, dict):
