@@ -6,7 +6,11 @@ what DLIO documents it writes:
 - summary.json: {num_accelerators, hostname, start, end, epochs?, metric: {train_au_percentage: [...per epoch],
   train_au_mean_percentage, train_throughput_samples_per_second: [...], train_throughput_mean_samples_per_second,
   train_io_mean_MB_per_second, train_io_MB_per_second?: [...], eval_*...}}
-- per_epoch_stats.json: {"1": {start, end, duration, "block1": {...}, ...}, ...}
+- per_epoch_stats.json (or {rank}_per_epoch_stats.json): {"1": {start, end, duration, "block1": {...}, ...}, ...};
+  checkpointing adds "save_ckpt<N>" / "load_ckpt<N>": {start, end, duration, throughput} per checkpoint
+  (statscounter end_save_ckpt / end_load_ckpt: throughput = checkpoint_size / duration, GiB/s)
+- checkpointing summaries: metric {save_checkpoint_io_mean_GB_per_second, save_checkpoint_duration_mean_seconds,
+  their _stdev_, load_checkpoint_* alike, checkpoint_size_GB} (scalars, DLIO's GB = GiB)
 - per-rank files: {rank}_output.json (trace events), {rank}_per_epoch_stats.json, {rank}_load_and_proc_times.json
 - .hydra/config.yaml and overrides.yaml (the resolved workload), dlio.log
 
@@ -74,6 +78,27 @@ def epoch_rows(summary: dict[str, Any], per_epoch: dict[str, Any] | None) -> lis
     return rows
 
 
+CHECKPOINT_TAGS = (("save_ckpt", "save"), ("load_ckpt", "load"))
+
+
+def checkpoint_rows(per_epoch: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per checkpoint saved or loaded: DLIO's own duration (seconds) and throughput (GiB/s)."""
+    rows = []
+    for epoch, stats in sorted((per_epoch or {}).items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0):
+        if not isinstance(stats, dict):
+            continue
+        for key, entry in stats.items():
+            for tag, operation in CHECKPOINT_TAGS:
+                if key.startswith(tag) and key[len(tag):].isdigit() and isinstance(entry, dict):
+                    try:
+                        duration, throughput = float(entry["duration"]), float(entry["throughput"])
+                    except (KeyError, TypeError, ValueError):
+                        raise DlioError(f"per_epoch_stats: epoch {epoch} {key}: expected duration and throughput numbers") from None
+                    rows.append({"epoch": int(epoch), "operation": operation, "checkpoint": int(key[len(tag):]),
+                                 "duration_seconds": duration, "throughput_GiB_per_second": throughput})
+    return rows
+
+
 def rank_rows(rank: int, document: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (epoch, block) of a per-rank output ({rank}_output.json): DLIO's per-step load, processing and compute
     times (seconds), and the block's throughput (samples/s) and accelerator utilisation (%)."""
@@ -116,7 +141,15 @@ def ingest(source: Path, out: Path) -> bundle.Manifest:
         flat = parse_summary(summary)
     except DlioError as error:
         raise DlioError(f"--ingest {source}: {error}") from None
-    per_epoch = _load_json(source / "per_epoch_stats.json") if (source / "per_epoch_stats.json").is_file() else None
+    # DLIO 2.0 writes per_epoch_stats.json; later versions write one per rank ({rank}_per_epoch_stats.json): rank 0's times
+    stats_path = next((p for p in (source / "per_epoch_stats.json", source / "0_per_epoch_stats.json") if p.is_file()), None)
+    per_epoch = _load_json(stats_path) if stats_path is not None else None
+    if per_epoch is not None and not isinstance(per_epoch, dict):
+        raise DlioError(f"--ingest {source}: {stats_path.name if stats_path else ''} must hold a JSON object")
+    try:
+        checkpoints = checkpoint_rows(per_epoch)
+    except DlioError as error:
+        raise DlioError(f"--ingest {source}: {error}") from None
     ranks = sorted(p.name for p in source.glob("*_output.json"))
     per_rank: list[dict[str, Any]] = []
     for name in ranks:
@@ -135,6 +168,8 @@ def ingest(source: Path, out: Path) -> bundle.Manifest:
     bundle.write_csv(out / "tables" / "epochs.csv", epoch_rows(summary, per_epoch) or [{"epoch": 0}])
     if per_rank:
         bundle.write_csv(out / "tables" / "ranks.csv", per_rank)
+    if checkpoints:
+        bundle.write_csv(out / "tables" / "checkpoints.csv", checkpoints)
     config = source / ".hydra" / "config.yaml"
     workload: dict[str, Any] = {}
     if config.is_file():

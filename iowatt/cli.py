@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from iowatt.errors import user_errors
+from iowatt.errors import UserError, user_errors
 
 app = typer.Typer(
     name="iowatt",
@@ -51,7 +51,7 @@ def main(
 @user_errors
 def run(
     scenario: Annotated[
-        str | None, typer.Argument(help="Scenario YAML file, or a name in scenarios/library (optional with --fio).")
+        str | None, typer.Argument(help="Scenario YAML file, or a name in scenarios/library (optional with --fio and --dlio).")
     ] = None,
     set_: SetOption = None,
     fio: Annotated[
@@ -63,17 +63,29 @@ def run(
             "(plus any other --set, e.g. storage.power_state=PS1). Unsupported fio options exit 2 naming the option.",
         ),
     ] = None,
+    dlio: Annotated[
+        Path | None,
+        typer.Option("--dlio", help="Run a DLIO workload YAML (model, framework, workflow, dataset, reader, train, checkpoint, metric) "
+                     "on the system of SCENARIO or --set; keys iowatt does not model exit 2 naming them."),
+    ] = None,
+    dlio_lenient: Annotated[bool, typer.Option("--dlio-lenient", help="With --dlio: warn about keys iowatt does not model instead.")] = False,
     fmt: FormatOption = None,
     output: OutputOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved scenario and stop.")] = False,
     timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
 ) -> None:
-    """Run one scenario and print its metrics and energy."""
+    """Run one scenario and print its metrics and energy (--format dlio -o DIR: DLIO's summary.json and per_epoch_stats.json)."""
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios.loader import load
 
     if fio is not None:
         loaded = _load_with_fio(scenario, fio, set_ or [])
+    elif dlio is not None:
+        from iowatt.scenarios.dliojob import load_with_dlio
+
+        loaded, warnings = load_with_dlio(scenario, dlio, set_ or [], dlio_lenient)
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     elif scenario is None:
         raise typer.BadParameter("give a SCENARIO file, or --fio JOBFILE with --set storage.device=NAME", param_hint="SCENARIO")
     else:
@@ -83,7 +95,9 @@ def run(
 
         write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
         return
-    chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio"))
+    if chosen == "dlio" and output is None:
+        raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
     from iowatt.scenarios.run import run_scenario
     from iowatt.simulator import report
 
@@ -94,6 +108,11 @@ def run(
             f"{sim.engine['recomputes']} recomputes, {sim.engine['flows']} flows",
             file=sys.stderr,
         )
+    if chosen == "dlio" and output is not None:
+        from iowatt.commands.dlio_output import write
+
+        write(document, output)
+        return
     if chosen == "json":
         text = report.to_json(document)
     elif chosen == "csv":
@@ -223,7 +242,7 @@ def _register_extensions() -> None:
 
     for info in pkgutil.iter_modules(commands.__path__):
         module = importlib.import_module(f"iowatt.commands.{info.name}")
-        register = vars(module).get("register")  # helper modules (e.g. validation_view) register nothing
+        register = vars(module).get("register")  # helper modules (validation_view, dlio_output) register nothing
         if register is not None:
             register(app)
 

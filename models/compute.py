@@ -8,13 +8,27 @@ processing rates belong to workloads (bytes per second per core for a given
 transformation, stated for a reference core); `core_speed` scales them from
 that reference (a Zen 4 core at 2.4 GHz) to this CPU by clock x per-clock
 throughput.  GPU-initiated storage (BaM/GIDS): requests in flight = resident
-thread blocks = SMs x blocks per SM.
+thread blocks = SMs x blocks per SM.  `dlio_steps`: how MLPerf Storage emulates
+this accelerator in DLIO, per training workload: the batch each emulated
+accelerator takes and the time one step's compute lasts (a sleep), as the
+benchmark's own workload configs state them (mlcommons/storage
+configs/dlio/workload/<workload>_<accelerator>.yaml).
 """
 
 from __future__ import annotations
 
 from iowatt.models.links import LinkSpec
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class DlioStep(BaseModel):
+    """One training step of an MLPerf Storage workload on an emulated accelerator (DLIO's reader.batch_size and
+    train.computation_time)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    batch_size: int = Field(ge=1, description="samples per step per accelerator (reader.batch_size)")
+    computation_time_s: float = Field(gt=0, description="compute per step, seconds (train.computation_time: DLIO sleeps this long)")
 
 
 class GPUSpec(BaseModel):
@@ -31,6 +45,9 @@ class GPUSpec(BaseModel):
     sms: int | None = Field(default=None, ge=1, description="streaming multiprocessors (bound the GPU-initiated requests in flight)")
     max_blocks_per_sm: int = Field(
         default=32, ge=1, le=64, description="resident thread blocks per SM (CUDA compute-capability limit: 32 on 7.0/8.0/9.0, 24 on 8.9)"
+    )
+    dlio_steps: dict[str, DlioStep] = Field(
+        default_factory=dict, description="MLPerf Storage emulation per training workload (unet3d, retinanet, ...): batch size and compute per step"
     )
 
     def gpu_initiated_outstanding(self) -> int | None:

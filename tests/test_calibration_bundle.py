@@ -73,10 +73,12 @@ def tiny(tmp_path_factory) -> dict[str, Path]:
 def test_collection_writes_only_the_test_file_and_removes_it(tiny):
     target, out = tiny["target"], tiny["bundle"]
     assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]  # the test file is gone, the user's file untouched
-    for job in bundle.load(out).jobs:  # fio ran time-based for the plan's runtime (0.2 s), not through the file
+    for job in bundle.load(out).jobs:  # fio ran time-based for the plan's runtime (0.2 s), not through the small file
         for run in job.runs:
             record = parse_file(out / next(f for f in run.files if f.endswith(".json")))
-            assert record["runtime_s"] == pytest.approx(0.2, abs=0.02)
+            # a time-based run never ends before its runtime (a run through the tiny file would end far sooner);
+            # how far past it a loaded machine lets fio run is not asserted (no timed assertions)
+            assert record["runtime_s"] >= 0.2 * 0.95
     assert (target / "keep.txt").read_text() == "a user's file beside the test file\n"
     manifest = bundle.load(out)
     assert manifest.target["fio_filename"] == str((target / TEST_FILE).resolve())

@@ -3,9 +3,9 @@
 Shards.  From a model description (parameters, bytes per parameter of weights
 and of optimizer state) and its parallelism (TP x PP x DP, ZeRO stage), each
 rank writes: weights / (TP x PP) if it is data-parallel rank 0 (replicas hold
-identical weights, one writes them), plus optimizer state / (TP x PP) divided
-by DP when ZeRO >= 1 shards it across data-parallel ranks (otherwise DP rank
-0 writes it).  This is how Megatron/DeepSpeed lay out checkpoint files and
+identical weights, one writes them; ZeRO 3 partitions them over DP too),
+plus optimizer state / (TP x PP) divided by DP when ZeRO >= 1 shards it
+across data-parallel ranks (otherwise DP rank 0 writes it).  This is how Megatron/DeepSpeed lay out checkpoint files and
 how DLIO's checkpoint emulation sizes them.  A plain `size` splits evenly
 over `ranks`; `size` with `parameters` makes the weights parameters x
 weight_bytes_per_param and the rest optimizer state (a study that states
@@ -40,6 +40,9 @@ garbage collection (simulator/ssd_runtime.py) act on later passes.
 
 Restore.  With `restore: true`, after the saves every rank reads its shard of
 the last checkpoint back (host-to-device copy when copy_from_gpu).
+
+MLPerf Storage v2.0/v3.0.  With `mlperf: {...}` the saves and reads follow the
+benchmark's procedure and scoring instead (simulator/workloads/_mlperf_checkpoint.py).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._mlperf_checkpoint import MlperfProcedure, run_procedure
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # MLPerf Storage checkpointing table: parallelism per model, and parameters
@@ -128,11 +132,16 @@ class CheckpointParams(BaseModel):
     )
     trim: bool = Field(default=False, description="the filesystem discards the overwritten checkpoint's blocks (mount -o discard / fstrim)")
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
+    mlperf: MlperfProcedure | None = Field(
+        default=None, description="run MLPerf Storage v2.0/v3.0 checkpointing: N writes with fsync, N reads, scoring over ranks and runs"
+    )
 
     @model_validator(mode="after")
     def _sized(self) -> CheckpointParams:
         if self.size is None and self.model is None and self.parameters is None:
             raise ValueError("give the checkpoint `size` (e.g. '415 GB'), `parameters`, or a `model` preset")
+        if self.mlperf is not None and (self.passes is not None or self.restore):
+            raise ValueError("mlperf: the MLPerf procedure sets its own writes and reads; drop `passes` and `restore`")
         return self
 
     def _setting(self, key: str, default: float) -> float:
@@ -174,7 +183,10 @@ class CheckpointParams(BaseModel):
         parts = []
         for d in range(dp):
             for _ in range(model_parallel):
-                w = weights / model_parallel if d == 0 else 0.0
+                if zero >= 3:  # ZeRO 3 partitions the parameters too: every data-parallel rank writes its slice
+                    w = weights / model_parallel / dp
+                else:
+                    w = weights / model_parallel if d == 0 else 0.0
                 if zero >= 1:
                     o = optimizer / model_parallel / dp
                 else:
@@ -359,6 +371,11 @@ def _training(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, saver
 
 def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     plan = _ShardPlan.build(ctx, params)
+    if params.mlperf is not None:  # the benchmark's procedure and scoring (_mlperf_checkpoint); its saves always fsync
+        synced = params.model_copy(update={"fsync": True})
+        kept = _resident_bytes(params, plan.parts, math.inf)
+        return run_procedure(ctx, params.mlperf, params.model, plan, lambda p: _RankSaver(ctx, synced, p), params.block_size, params.interval,
+                          kept, (params.dirty_ratio, params.dirty_background_ratio), params.io_path == "buffered")
     saver = _RankSaver(ctx, params, plan)
     timings = _Timings()
     ctx.env.process(_training(ctx, params, plan, saver, timings))

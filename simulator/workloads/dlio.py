@@ -14,9 +14,15 @@ data loader:
     the concurrency law of models.ssd, R = L0 + (n - 1) / C; hard disks reorder);
   - at most `read_threads x prefetch_size` batches loaded or loading ahead of the
     trainer (PyTorch's prefetch_factor), so I/O of later batches overlaps compute;
-  - the trainer takes batches in turn, waits when none is ready (I/O stall), then
+  - the trainer takes batches in turn, waits when none is ready (I/O stall), spends
+    `step_overhead` on the loop's own bookkeeping (measured in DLIO: _dlio_timing), then
     computes for `computation_time` (a sleep, as DLIO emulates it, or a flow on a
-    real GPU's compute constraint with `use_gpus`).
+    real GPU's compute constraint with `use_gpus`).  The overhead caps AU at
+    computation_time / (computation_time + step_overhead) even with idle storage,
+    which is why short steps (CosmoFlow's batch of 1, DLRM) have lower minimum AUs.
+The workloads of MLPerf Storage v1.0 (unet3d, resnet50, cosmoflow) and v3.0 (unet3d,
+retinanet, flux, dlrm) are presets; the batch and compute per step come from the
+emulated accelerator's catalog entry (b200, mi355; h100, a100 as what-if).
 The dataset is sharded evenly over the accelerators.  When it fits in the page
 cache (`page_cache_fraction` of host memory) every epoch after the first is
 served from DRAM; otherwise a sequential scan of a larger-than-cache dataset
@@ -24,13 +30,13 @@ hits nothing (LRU), as MLPerf Storage's 5x-RAM rule intends.
 
 Metrics use DLIO's names and definitions:
   train_au_percentage = 100 x sum(compute time) / sum(step time), step time =
-      wait for the batch + compute, averaged over accelerators and epochs;
+      wait for the batch + loop overhead + compute, averaged over accelerators and epochs;
   train_throughput_mean_samples_per_second = samples / epoch time, mean over epochs;
   train_io_mean_MB_per_second = samples/s x record_length / 2^20 (MiB/s, as DLIO prints).
 max_accelerators_au90 re-runs the model on fresh copies of the system with a few
 steps per accelerator (doubling, then bisection over N) and reports the largest
 N whose sustained AU (see sustained_au) stays >= 90 %; max_accelerators_at_au_target
-does the same at the workload's MLPerf minimum (cosmoflow 70 %).  The first step's
+does the same at the workload's MLPerf minimum (cosmoflow, dlrm 70 %, retinanet 85 %).  The first step's
 wait is left out of AU, as MLPerf Storage defines it.
 
 model: custom describes any other loader (e.g. ImageNet JPEGs for a CNN) with an
@@ -45,73 +51,72 @@ from typing import Literal
 
 import numpy as np
 import simpy
+from iowatt.models import catalog
+from iowatt.models.compute import DlioStep, GPUSpec
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads._dlio_timing import DlioConfig, DlioRun, simulate
+from iowatt.simulator.workloads._dlio_timing import DLIO_STEP_OVERHEAD_SECONDS, DlioConfig, DlioRun, simulate
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MiB = 2**20
 
-# MLPerf Storage / DLIO workload configs (../shared/reference/published_results.yaml
-# dlio_workloads; samples_per_file, read_threads, num_files_train from DLIO's
-# shipped configs: unet3d 168 npz files of one sample, resnet50 tfrecord files of
-# 1251 samples, cosmoflow tfrecord files of one sample).  au_target: the minimum AU of
-# MLPerf Storage (Submission_guidelines.md, Table 1: 3D U-Net 90 %, ResNet-50 90 %,
-# CosmoFlow 70 %) and data loader (same table: 3D U-Net PyTorch, the others TensorFlow).
+# The shape of each MLPerf Storage / DLIO training workload: record sizes, files, reader, data format and the
+# minimum AU.  The batch and the compute per step belong to the emulated accelerator (models/catalog/gpu.yaml
+# dlio_steps, from the benchmark's <workload>_<accelerator>.yaml).  Sources: mlcommons/storage
+# configs/dlio/workload/*.yaml (unet3d_h100 @7e73663b, resnet50_h100 @ac0424fa, cosmoflow_h100 @c25079c2,
+# retinanet_b200 @11460d00, flux_b200 @c25079c2, dlrm_b200 @0b42eb50); au_target is metric.au there (MLPerf
+# Storage Table 1: 3D U-Net and ResNet-50 90 %, CosmoFlow 70 %; v3.0: RetinaNet 85 %, Flux 90 %, DLRM 70 %).
+# read_pattern / read_block_size: how the reader's requests reach the drive.  RetinaNet reads one JPEG file of
+# ~320 KB per sample, in shuffled order: each sample is a request at a random place.  Flux reads parquet files of
+# 288 samples of 2.1 MB whole (no column is left out), in order within a file: streams.  DLRM reads parquet row
+# groups of 6144 rows but only the 40 of 200 columns the config marks `read: true` (160 of 761 bytes a row): each
+# selected column chunk is a request of 6144 x its dtype size (24 KiB on average) between chunks it skips.
 PRESETS: dict[str, dict] = {
-    "unet3d": {
-        "record_length": 146600628,
-        "record_length_stdev": 68341808,
-        "samples_per_file": 1,
-        "batch_size": 7,
-        "read_threads": 4,
-        "num_files": 168,
-        "computation_time": {"a100": 0.636, "h100": 0.323},
-        "au_target": 0.90,
-        "framework": "pytorch",
-    },
-    "resnet50": {
-        "record_length": 114660,
-        "record_length_stdev": 0,
-        "samples_per_file": 1251,
-        "batch_size": 400,
-        "read_threads": 8,
-        "num_files": 1024,
-        "computation_time": {"a100": 0.435, "h100": 0.224},
-        "au_target": 0.90,
-        "framework": "tensorflow",
-    },
-    "cosmoflow": {
-        "record_length": 2828486,
-        "record_length_stdev": 71311,  # DLIO configs/workload/cosmoflow_h100.yaml
-        "samples_per_file": 1,
-        "batch_size": 1,
-        "read_threads": 4,
-        "num_files": 524288,
-        "computation_time": {"a100": 0.00551, "h100": 0.0035},
-        "au_target": 0.70,
-        "framework": "tensorflow",
-    },
+    "unet3d": {"record_length": 146600628, "record_length_stdev": 68341808, "samples_per_file": 1, "read_threads": 4,
+               "num_files": 168, "au_target": 0.90, "framework": "pytorch", "format": "npz"},
+    "resnet50": {"record_length": 114660, "record_length_stdev": 0, "samples_per_file": 1251, "read_threads": 8,
+                 "num_files": 1024, "au_target": 0.90, "framework": "tensorflow", "format": "tfrecord"},
+    "cosmoflow": {"record_length": 2828486, "record_length_stdev": 71311, "samples_per_file": 1, "read_threads": 4,
+                  "num_files": 524288, "au_target": 0.70, "framework": "tensorflow", "format": "tfrecord"},
+    "retinanet": {"record_length": 322957, "record_length_stdev": 0, "samples_per_file": 1, "read_threads": 8,
+                  "num_files": 1170301, "au_target": 0.85, "framework": "pytorch", "format": "jpeg", "read_pattern": "rand"},
+    "flux": {"record_length": 2164832, "record_length_stdev": 0, "samples_per_file": 288, "read_threads": 8,
+             "num_files": 4296, "au_target": 0.90, "framework": "pytorch", "format": "parquet"},
+    "dlrm": {"record_length": 761, "record_length_stdev": 0, "samples_per_file": 4718592, "read_threads": 4,
+             "num_files": 1024, "au_target": 0.70, "framework": "pytorch", "format": "parquet", "read_pattern": "rand",
+             "read_block_size": 6144 * 160 / 40, "bytes_read_fraction": 160 / 761},
 }
-
 
 # model: custom takes record_length, batch_size, computation_time and num_files from the
 # scenario; these fill the rest (DLIO's defaults: one sample per file, 4 read threads).
 CUSTOM_DEFAULTS: dict = {"record_length_stdev": 0, "samples_per_file": 1, "read_threads": 4, "num_files": 1, "au_target": 0.90,
-                         "framework": "pytorch"}
+                         "framework": "pytorch", "format": "npz"}
+
+# MLPerf Storage's accelerator names (mlpstorage --accelerator-type) -> the catalog GPU that holds its dlio_steps
+# (Rules.md Table 3: b200 and mi355 in the closed division, h100 and a100 (80 GB) as what-if)
+ACCELERATOR_GPUS = {"h100": "nvidia-h100-sxm", "a100": "nvidia-a100-sxm-80gb", "b200": "nvidia-b200", "mi355": "amd-mi355x"}
+
+
+def accelerator_step(accelerator: str, model: str) -> DlioStep | None:
+    """The benchmark's batch size and compute per step of `model` on `accelerator`, if its configs define one."""
+    name = ACCELERATOR_GPUS.get(accelerator)
+    if name is None:
+        return None
+    spec = catalog.lookup("gpu", name).spec
+    return spec.dlio_steps.get(model) if isinstance(spec, GPUSpec) else None
 
 
 class DlioParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["dlio"] = "dlio"
-    model: Literal["unet3d", "resnet50", "cosmoflow", "custom"] = Field(
+    model: Literal["unet3d", "resnet50", "cosmoflow", "retinanet", "flux", "dlrm", "custom"] = Field(
         default="unet3d", description="DLIO workload preset; custom needs record_length, batch_size, computation_time and num_files"
     )
-    accelerator: Literal["h100", "a100", "v100", "other"] = Field(
-        default="h100", description="emulated accelerator (sets computation_time for the presets: a100, h100)"
+    accelerator: Literal["b200", "mi355", "h100", "a100", "v100", "other"] = Field(
+        default="h100", description="emulated accelerator: sets batch_size and computation_time for the presets (catalog dlio_steps)"
     )
     accelerators: int = Field(default=1, ge=1, le=4096, description="emulated accelerators (training processes)")
     record_length: Bytes | None = Field(default=None, gt=0, description="mean sample size (preset if omitted)")
@@ -121,13 +126,27 @@ class DlioParams(BaseModel):
         default=None, ge=1, description="training files; default: MLPerf rule (dataset >= 5x host RAM) or the preset, whichever is larger"
     )
     mlperf_dataset_rule: bool = Field(default=True, description="size the dataset to at least 5x host memory when num_files is not given")
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1, description="samples per step; the accelerator's for the presets if omitted")
     read_threads: int | None = Field(default=None, ge=1, le=256, description="loader workers per accelerator")
     prefetch_size: int = Field(default=2, ge=1, le=64, description="batches each worker may hold ahead (PyTorch prefetch_factor)")
-    computation_time: Seconds | None = Field(default=None, gt=0, description="compute per step; preset for the accelerator if omitted")
+    computation_time: Seconds | None = Field(default=None, gt=0, description="compute per step; the accelerator's for the presets if omitted")
+    step_overhead: Seconds = Field(
+        default=DLIO_STEP_OVERHEAD_SECONDS, ge=0,
+        description="time the training loop spends per step outside the loader wait and the compute (DLIO's per-step "
+        "bookkeeping); measured, see _dlio_timing.DLIO_STEP_OVERHEAD_SECONDS",
+    )
     epochs: int = Field(default=1, ge=1, le=1000)
     total_training_steps: int | None = Field(default=None, ge=1, description="cap on steps per accelerator per epoch (DLIO train.total_training_steps)")
-    read_block_size: Bytes = Field(default=MiB, ge=512, description="PyTorch loaders: read request size (capped at the sample size)")
+    read_block_size: Bytes | None = Field(
+        default=None, ge=512, description="PyTorch loaders: read request size, capped at the sample size (default 1 MiB; dlrm: its column chunk)"
+    )
+    bytes_read_fraction: float | None = Field(
+        default=None, gt=0, le=1,
+        description="share of each record the reader fetches from storage (parquet column selection; dlrm 160/761); default the preset's, else 1",
+    )
+    format: Literal["npz", "tfrecord", "jpeg", "png", "parquet", "hdf5", "csv", "npy", "indexed_binary", "mmap_indexed_binary"] | None = Field(
+        default=None, description="dataset format (reported; the I/O it implies is read_pattern, read_block_size and bytes_read_fraction)"
+    )
     framework: Literal["pytorch", "tensorflow"] | None = Field(
         default=None, description="data loader; default the preset's (MLPerf Storage Table 1: unet3d pytorch, resnet50 and cosmoflow tensorflow)"
     )
@@ -135,8 +154,9 @@ class DlioParams(BaseModel):
         default=256 * 1024, ge=512,
         description="TensorFlow loaders: read request size (DLIO passes transfer_size as TFRecordDataset buffer_size; TF's default buffer is 256 KiB)",
     )
-    read_pattern: Literal["seq", "rand"] = Field(
-        default="seq", description="seq: samples are read as streams of read_block_size; rand: each sample is one request at a random place (small files)"
+    read_pattern: Literal["seq", "rand"] | None = Field(
+        default=None, description="seq: samples are read as streams of read_block_size; rand: each request lands at a random place "
+        "(small files, column chunks); default the preset's, else seq"
     )
     dram_bytes_per_byte: float = Field(
         default=3.0, ge=0, description="DRAM traffic per byte read from the drive: DMA into the page cache, copy out (read + write)"
@@ -148,7 +168,7 @@ class DlioParams(BaseModel):
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
     au_target: float | None = Field(
         default=None, gt=0, lt=1,
-        description="minimum AU for train_au_meet_expectation; default the MLPerf Storage minimum of the preset (cosmoflow 0.70, others 0.90)",
+        description="minimum AU for train_au_meet_expectation; default the MLPerf minimum of the preset (cosmoflow, dlrm 0.70, retinanet 0.85, else 0.90)",
     )
     search_au: bool = Field(default=True, description="find max_accelerators_au90")
     search_steps: int = Field(default=16, ge=2, le=10_000, description="steps per accelerator in each search run")
@@ -158,12 +178,14 @@ class DlioParams(BaseModel):
     @model_validator(mode="after")
     def _custom_complete(self) -> DlioParams:
         if self.model == "custom":
-            missing = [f for f in ("record_length", "batch_size", "computation_time", "num_files") if getattr(self, f) is None]
+            missing = [f for f, v in (("record_length", self.record_length), ("batch_size", self.batch_size),
+                                      ("computation_time", self.computation_time), ("num_files", self.num_files)) if v is None]
             if missing:
                 raise ValueError(f"model custom needs {', '.join(missing)} (expected a value, found none)")
-        elif self.computation_time is None and self.accelerator not in ("a100", "h100"):
-            raise ValueError(f"the {self.model} preset has computation times for a100 and h100 only, found accelerator {self.accelerator!r}: "
-                             "give computation_time")
+        elif (self.computation_time is None or self.batch_size is None) and accelerator_step(self.accelerator, self.model) is None:
+            known = [a for a in ACCELERATOR_GPUS if accelerator_step(a, self.model) is not None]
+            raise ValueError(f"the {self.model} preset has batch sizes and computation times for {', '.join(known)} only, "
+                             f"found accelerator {self.accelerator!r}: give computation_time and batch_size")
         return self
 
     def resolved(self, ram_bytes: float) -> DlioConfig:
@@ -179,17 +201,24 @@ class DlioParams(BaseModel):
             files = p["num_files"]
             if self.mlperf_dataset_rule:
                 files = max(files, math.ceil(5.0 * ram_bytes / (record * spf)))
-        comp = self.computation_time if self.computation_time is not None else p["computation_time"][self.accelerator]
+        step = accelerator_step(self.accelerator, self.model)
+        comp = self.computation_time if self.computation_time is not None else step.computation_time_s if step else 0.0
+        batch = self.batch_size if self.batch_size is not None else step.batch_size if step else 1
         return DlioConfig(
             record_length=float(record),
             record_length_stdev=float(stdev),
             samples_per_file=int(spf),
             num_files=int(files),
-            batch_size=int(self.batch_size or p["batch_size"]),
+            batch_size=int(batch),
             read_threads=int(self.read_threads or p["read_threads"]),
             computation_time=float(comp),
             au_target=float(self.au_target if self.au_target is not None else p["au_target"]),
             framework=self.framework or p["framework"],
+            step_overhead=float(self.step_overhead),
+            read_pattern=self.read_pattern or p.get("read_pattern", "seq"),
+            read_block_size=float(self.read_block_size if self.read_block_size is not None else p.get("read_block_size", MiB)),
+            bytes_read_fraction=float(self.bytes_read_fraction if self.bytes_read_fraction is not None else p.get("bytes_read_fraction", 1.0)),
+            format=self.format or p["format"],
         )
 
 
@@ -292,6 +321,7 @@ def _metrics(res: DlioRun) -> tuple[dict[str, float], dict]:
         "train_au_percentage": 100.0 * au,
         "train_au_meet_expectation": float(au >= cfg.au_target),
         "au_target_percentage": 100.0 * cfg.au_target,
+        "train_au_ceiling_percentage": 100.0 * res.au_ceiling(),
         "train_throughput_mean_samples_per_second": throughput,
         "train_io_mean_MB_per_second": throughput * cfg.record_length / MiB,
         "storage_read_MB_per_second": res.totals.bytes_disk / sim_time / 1e6 if sim_time > 0 else 0.0,
@@ -306,6 +336,9 @@ def _metrics(res: DlioRun) -> tuple[dict[str, float], dict]:
     }
     detail: dict = {
         "resolved": dataclasses.asdict(cfg),
+        # DLIO's per-epoch series (summary.json metric lists): AU mean over ranks, samples/s of all ranks
+        "train_au_percentage_by_epoch": (100.0 * res.au_by_epoch()).tolist(),
+        "train_throughput_samples_per_second_by_epoch": (samples_per_epoch / res.epoch_time).tolist(),
         "dataset_samples": cfg.dataset_samples,
         "dataset_fits_page_cache": bool(res.fits),
         "epoch_time_seconds": res.epoch_time.tolist(),
