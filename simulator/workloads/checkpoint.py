@@ -54,6 +54,7 @@ from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._checkpoint_design import SaveDesign
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # MLPerf Storage checkpointing table: parallelism per model, and parameters
@@ -128,6 +129,9 @@ class CheckpointParams(BaseModel):
     )
     trim: bool = Field(default=False, description="the filesystem discards the overwritten checkpoint's blocks (mount -o discard / fstrim)")
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
+    save: SaveDesign | None = Field(
+        default=None, description="the save design of a training (blocking, async, tiered; many hosts): simulator/workloads/_checkpoint_modes.py"
+    )
 
     @model_validator(mode="after")
     def _sized(self) -> CheckpointParams:
@@ -358,6 +362,10 @@ def _training(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, saver
 
 
 def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
+    if params.save is not None:  # a training's save design (imported here: it builds on this module)
+        from iowatt.simulator.workloads import _checkpoint_modes
+
+        return _checkpoint_modes.run(ctx, params)
     plan = _ShardPlan.build(ctx, params)
     saver = _RankSaver(ctx, params, plan)
     timings = _Timings()

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from iowatt.models import array as raid
 from iowatt.models import fabric as fab
 from iowatt.models.fabric import FabricName, port_goodput_Bps
-from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
 from iowatt.simulator.storage.drive_fields import DriveFields
@@ -177,6 +177,9 @@ class ClusterVolume(Volume):
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, summed_queue_limit(self.drives))
+
+    def client_side(self) -> list[Constraint]:
+        return [self.client_tx, self.client_rx]  # `clients` x one client's NIC ports
 
 
 def build(ctx: BuildContext, config: ClusterStorageConfig) -> Volume:

@@ -6,7 +6,9 @@ and per RPC), server DRAM traffic (the data passes through server memory: DMA
 in from the drives and out to the NIC, plus one copy on TCP), client CPU per
 byte and per RPC on the host.  nfsd threads serve one RPC each at a time (a
 READ blocks its thread on the export's read) and the client's session slots
-bound the RPCs in flight: both are thread-seconds per second.
+bound the RPCs in flight: both are thread-seconds per second.  `clients` identical client
+hosts are one aggregate, as in `kind: cluster`: their NIC ports and session slots add up, and
+the host's CPU, DRAM and power are multiplied by `clients` (SystemRuntime).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Annotated, Any, Literal
 from iowatt.models import fabric as fab
 from iowatt.models.fabric import FabricName
 from iowatt.models.units import Bytes
-from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage import registry
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, Volume
@@ -43,6 +45,10 @@ class NfsStorageConfig(BaseModel):
     fabric: FabricName = Field(default="ib-edr", description="NIC ports: ib-edr, ib-hdr, ib-ndr, 100gbe, 200gbe, 400gbe")
     server_nics: int = Field(default=1, ge=1, le=16, description="server NIC ports (evenly loaded)")
     client_nics: int = Field(default=1, ge=1, le=16, description="client (this host) NIC ports")
+    clients: int = Field(
+        default=1, ge=1, le=4096,
+        description="identical client hosts mounting the export, modelled as one aggregate (their NICs, slots, CPU and power x clients)",
+    )
     rsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest READ per RPC (Linux default and maximum 1 MiB)")
     wsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest WRITE per RPC")
     server_threads: int = Field(
@@ -72,10 +78,10 @@ class NfsVolume(Volume):
         self.wsize = float(config.wsize)
         self.server_threads = int(config.server_threads)
         self.threads = engine.constraint("nfs.server_threads", float(config.server_threads))
-        self.slots = engine.constraint("nfs.client_slots", float(config.client_slots))
+        self.slots = engine.constraint("nfs.client_slots", float(config.client_slots * config.clients))
         rdma = config.protocol == "rdma"
         server_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.server_nics)
-        client_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.client_nics)
+        client_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.client_nics) * config.clients
         # tx = server -> client (reads), rx = client -> server (writes); full duplex
         self.server_tx = engine.constraint("nfs.server_nic_tx", server_Bps)
         self.server_rx = engine.constraint("nfs.server_nic_rx", server_Bps)
@@ -142,6 +148,9 @@ class NfsVolume(Volume):
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, summed_queue_limit(self.drives))
 
+    def client_side(self) -> list[Constraint]:
+        return [self.client_tx, self.client_rx, self.slots]  # `clients` x one client's NIC ports and session slots
+
 
 def build(ctx: BuildContext, config: NfsStorageConfig) -> Volume:
     server = server_node(ctx.engine, "nfs_server", config.server)
@@ -158,4 +167,7 @@ def _usable_fraction(config: NfsStorageConfig) -> float:
     return registry.of(config.export).usable_fraction(config.export)
 
 
-KIND = StorageKind(name="nfs", config=NfsStorageConfig, build=build, drives_bought=_drives_bought, usable_fraction=_usable_fraction)
+KIND = StorageKind(
+    name="nfs", config=NfsStorageConfig, build=build, drives_bought=_drives_bought, usable_fraction=_usable_fraction,
+    client_nodes=lambda config: config.clients,
+)
