@@ -127,7 +127,7 @@ def _design(out: dict[str, Any], metrics: dict[str, Any], resolved: dict[str, An
     if per_day is None:
         return out
     # every drive of system.storage (a lumped cluster's too) from the run's own counters, per checkpoint
-    durable = {**metrics, "drive_bytes_written_total_GB": metrics.get("tier_durable_drive_bytes_written_GB")}
+    durable = {**metrics, "drive_bytes_written_total_GB": metrics.get("tier_durable_drive_bytes_written_total_GB")}
     stall = float(metrics[plan_designs.DESIGN_METRIC])
     _endurance(out, durable, spec, count, per_day, stall, write_amplification, 1.0)
     above_idle = float(metrics.get("tier_durable_energy_per_checkpoint_J") or 0.0)

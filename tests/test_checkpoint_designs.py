@@ -62,9 +62,9 @@ def test_three_designs_run_on_every_shared_storage_and_conserve_bytes_per_tier(s
     checkpoint_GB = m["checkpoint_size_GB"] * m["checkpoint_count"]
     assert m["checkpoint_size_GB"] == pytest.approx(80.0)
     expansion = 1.5 if storage == "cluster" else 1.0
-    assert m["tier_durable_drive_bytes_written_GB"] == pytest.approx(checkpoint_GB * expansion, rel=1e-6)
-    assert m["tier_stage_drive_bytes_written_GB"] == pytest.approx(checkpoint_GB if stage != "memory" else 0.0, rel=1e-6, abs=1e-9)
-    assert m["tier_host_memory_bytes_GB"] == pytest.approx(0.0 if mode == "blocking" else checkpoint_GB)
+    assert m["tier_durable_drive_bytes_written_total_GB"] == pytest.approx(checkpoint_GB * expansion, rel=1e-6)
+    assert m["tier_stage_drive_bytes_written_total_GB"] == pytest.approx(checkpoint_GB if stage != "memory" else 0.0, rel=1e-6, abs=1e-9)
+    assert m["tier_host_memory_bytes_total_GB"] == pytest.approx(0.0 if mode == "blocking" else checkpoint_GB)
     for marks in doc["checkpoint"]["checkpoints"]:
         assert marks["start_s"] <= marks["stall_end_s"] <= marks["durable_s"] + 1e-9
         if stage != "memory":

@@ -72,8 +72,6 @@ def _check(ctx: RunContext, params: CheckpointParams, design: SaveDesign) -> Non
         raise WorkloadConfigError("workload.passes: fill passes are for saves without workload.save; use workload.count")
     if params.regenerate != "none":
         raise WorkloadConfigError(f"workload.regenerate: a save design saves existing GPU state, expected 'none', found {params.regenerate!r}")
-    if design.mode != "tiered" and design.stage != "memory":
-        raise WorkloadConfigError(f"workload.save.stage: only tiered saves stage, found mode {design.mode!r} with a stage")
     if design.restore_from == "local" and design.mode != "tiered":
         raise WorkloadConfigError(f"workload.save.restore_from: 'local' reads the stage of a tiered save, found mode {design.mode!r}")
 
@@ -102,7 +100,7 @@ def _host_memory(ctx: RunContext, params: CheckpointParams, design: SaveDesign, 
 def _stages(ctx: RunContext, design: SaveDesign, layout: HostLayout, plan: _ShardPlan) -> list[Volume]:
     """Each host's stage drives (registry kinds built with the prefix stage.hostN.); none for a memory stage."""
     if design.mode != "tiered" or design.stage == "memory":
-        return []
+        return []  # blocking and async saves have no stage (a stage in the scenario is ignored, so plans can vary the mode)
     volumes = [registry.build(ctx.engine, design.stage, ctx.system.host, prefix=f"stage.host{h}.") for h in range(layout.hosts)]
     need = 2.0 * max(sum(plan.shards[r] for r in range(h * layout.ranks_per_host, (h + 1) * layout.ranks_per_host)) for h in range(layout.hosts))
     if need > volumes[0].capacity_bytes:
@@ -137,7 +135,7 @@ class _Training:
         self.pending: list[simpy.Event] = []
         self.compute_seconds = 0.0                                    # seconds the GPUs computed
         self.loader_delays: list[float] = []
-        self.load_durations: list[float] = []
+        self.restores: dict[str, float] = {}                          # restore seconds from "durable" (and "local")
 
     # ------------------------------------------------------------------ usages
     def _paths(self, number: int) -> _Paths:
@@ -260,11 +258,19 @@ class _Training:
         mine.succeed()
 
     def _restore(self) -> Generator[simpy.Event, object, None]:
+        """Every rank reads its shard at once from system.storage; a tiered save's stage is read too, afterwards
+        (a planner weighs both recoveries); `restore_from` says which one the load metrics report."""
+        yield from self._restore_from(local=False)
+        if self.design.mode == "tiered":
+            yield from self._restore_from(local=True)
+
+    def _restore_from(self, local: bool) -> Generator[simpy.Event, object, None]:
         env, engine, system, layout = self.ctx.env, self.ctx.engine, self.ctx.system, self.layout
-        writers = max(1, self.plan.writers)
-        local = self.design.restore_from == "local"
-        durable = layout.per_host(system.volume, system.volume.usage(Access("read", self.params.block_size, "seq", writers)))
-        stage = [v.usage(Access("read", self.params.block_size, "seq", layout.ranks_per_host)) for v in self.stages]
+        if local:
+            stage = [v.usage(Access("read", self.params.block_size, "seq", layout.ranks_per_host)) for v in self.stages]
+        else:
+            read = Access("read", self.params.block_size, "seq", max(1, self.plan.writers))
+            durable = layout.per_host(system.volume, system.volume.usage(read))
         start = env.now
         loads = []
         for rank, amount in enumerate(self.plan.shards):
@@ -277,7 +283,7 @@ class _Training:
                 usage = (stage[host] if local else durable[host]) + restore_usage(self.ctx, layout, rank, 2.0)
             loads.append(engine.transfer(f"ckpt.rank{rank}.load", amount, usage))
         yield simpy.AllOf(env, loads)
-        self.load_durations.append(env.now - start)
+        self.restores["local" if local else "durable"] = env.now - start
 
 
 def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
@@ -293,5 +299,5 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     ctx.env.process(training.run())
     ctx.engine.run()
     return outcome(ctx, params, plan, layout, tiers, training.marks, training.compute_seconds, training.loader_delays,
-                   training.load_durations, stages)
+                   training.restores, stages)
 

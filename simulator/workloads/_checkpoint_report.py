@@ -138,7 +138,7 @@ def _drive_bytes(volumes: list[Volume]) -> float:
 
 
 def outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout: HostLayout, tiers: Tiers, marks: list[Marks],
-            compute_seconds: float, loader_delays: list[float], load_durations: list[float], stages: list[Volume]) -> WorkloadOutcome:
+            compute_seconds: float, loader_delays: list[float], restores: dict[str, float], stages: list[Volume]) -> WorkloadOutcome:
     design = params.save
     assert design is not None
     count = len(marks)
@@ -152,11 +152,11 @@ def outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout:
         "ranks_per_host_count": float(layout.ranks_per_host),
         **_time_metrics(marks),
         "bytes_written_total_GB": checkpoint_bytes / 1e9,
-        "tier_host_memory_bytes_GB": (checkpoint_bytes if design.mode != "blocking" else 0.0) / 1e9,
-        "tier_stage_bytes_written_GB": staged_bytes / 1e9,
-        "tier_durable_bytes_written_GB": checkpoint_bytes / 1e9,
-        "tier_stage_drive_bytes_written_GB": _drive_bytes(stages) / 1e9,
-        "tier_durable_drive_bytes_written_GB": _drive_bytes([ctx.system.volume]) / 1e9,
+        "tier_host_memory_bytes_total_GB": (checkpoint_bytes if design.mode != "blocking" else 0.0) / 1e9,
+        "tier_stage_bytes_written_total_GB": staged_bytes / 1e9,
+        "tier_durable_bytes_written_total_GB": checkpoint_bytes / 1e9,
+        "tier_stage_drive_bytes_written_total_GB": _drive_bytes(stages) / 1e9,
+        "tier_durable_drive_bytes_written_total_GB": _drive_bytes([ctx.system.volume]) / 1e9,
         "tier_durable_energy_per_checkpoint_J": tiers.above_idle_J("durable") / count,
         "tier_stage_energy_per_checkpoint_J": tiers.above_idle_J("stage") / count,
         "training_power_W": tiers.training_power_W,
@@ -164,9 +164,12 @@ def outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout:
     }
     if design.loader_rate > 0.0 and loader_delays:
         metrics["loader_delay_mean_seconds"] = _mean(loader_delays)
-    if load_durations:
-        metrics["load_checkpoint_duration_mean_seconds"] = _mean(load_durations)
-        metrics["load_checkpoint_io_mean_GB_per_second"] = plan.size / metrics["load_checkpoint_duration_mean_seconds"] / 1e9
+    if restores:
+        for tier, seconds in restores.items():
+            metrics[f"restore_{tier}_seconds"] = seconds
+        chosen = restores[design.restore_from]
+        metrics["load_checkpoint_duration_mean_seconds"] = chosen
+        metrics["load_checkpoint_io_mean_GB_per_second"] = plan.size / chosen / 1e9
     detail: dict = {
         "save_mode": design.mode,
         "checkpoints": [m.as_dict() for m in marks],
@@ -177,8 +180,6 @@ def outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout:
         "weights_GB": sum(w for w, _o in plan.parts) / 1e9,
         "optimizer_GB": sum(o for _w, o in plan.parts) / 1e9,
     }
-    if load_durations:
-        detail["load_durations_seconds"] = load_durations
     drive_reports = ctx.system.volume.report()["drives"]
     if drive_reports:
         detail["drives"] = drive_reports
