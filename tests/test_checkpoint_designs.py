@@ -176,3 +176,23 @@ def test_impossible_designs_name_the_field(override, field):
     data = _scenario("local", "async")
     with pytest.raises(WorkloadConfigError, match=field.replace(".", r"\.")):
         _run(data, override)
+
+
+def test_mlperf_scale_one_trillion_parameters_on_1024_processes():
+    """Oracle: theory.  MLPerf Storage's 1T checkpoint (TP 8 x PP 64 x DP 2 = 1,024 processes) from 128 hosts
+    to the library's 6-node cluster: the async stall is one heavy shard's copy (weights / 512 + optimizer /
+    1,024 at 53 GB/s), and no byte is durable before the cluster's node ports have carried every coded byte
+    ((4+2)/4 of the checkpoint through 6 nodes x 2 x 200 GbE)."""
+    from pathlib import Path
+
+    from iowatt.models.fabric import port_goodput_Bps
+
+    library = Path(__file__).resolve().parent.parent / "scenarios" / "library" / "checkpoint_designs"
+    doc = _run(load(library / "llama405b_64x8_cluster_async.yaml", []).model_dump(mode="json"),
+               "workload.model=llama3_1t", "gpus.count=1024", "storage.clients=128", "workload.count=1")
+    m = doc["metrics"]
+    assert m["checkpoint_writer_ranks_count"] == 1024 and m["ranks_per_host_count"] == 8
+    weights, optimizer = 2571 * 2**30, 2571 * 2**30 * 6  # the preset's fp16 weights and 12 B/param of Adam state
+    assert m["checkpoint_stall_last_seconds"] == pytest.approx((weights / 512 + optimizer / 1024) / D2H_Bps, rel=1e-3)
+    coded = m["checkpoint_size_GB"] * 1e9 * 1.5
+    assert m["checkpoint_durable_after_last_seconds"] >= coded / (6 * port_goodput_Bps("200gbe", False, 2))
