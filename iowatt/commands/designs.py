@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from iowatt.errors import UserError, user_errors
+
+if TYPE_CHECKING:
+    from iowatt.models.goodput import FailureModel
+    from iowatt.scenarios.checkpoint_designs import DesignRun
 
 COLOURS = {"compute": "#4c9a2a", "wait": "#b22222", "stall": "#e04f39", "write": "#3b75af", "writeback": "#9ecae1",
            "stage": "#6a51a3", "flush": "#bcbddc", "drain": "#f2a541"}
@@ -52,7 +57,8 @@ def designs(
     if plot is not None:
         _draw(runs, plot)
     if chosen == "json":
-        data = {"scenario": scenario, "designs": [{**r, "timeline": [s.__dict__ for s in run.segments]} for r, run in zip(rows, runs, strict=True)]}
+        timelines = [[asdict(s) for s in run.segments] for run in runs]
+        data = {"scenario": scenario, "designs": [{**r, "timeline": t} for r, t in zip(rows, timelines, strict=True)]}
         write_text(json.dumps(data, indent=2) + "\n", output)
     elif chosen == "csv":
         write_text(report.to_csv(rows), output)
@@ -60,7 +66,7 @@ def designs(
         write_text(_table(rows), output)
 
 
-def _failure(nodes: int | None, mtbf: float | None, restart: float, local: float) -> Any:
+def _failure(nodes: int | None, mtbf: float | None, restart: float, local: float) -> FailureModel | None:
     if (nodes is None) != (mtbf is None):
         raise UserError("--nodes and --node-mtbf-hours: give both to enable the failure model")
     if nodes is None:
@@ -92,7 +98,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-def _draw(runs: list[Any], path: Path) -> None:
+def _draw(runs: list[DesignRun], path: Path) -> None:
     """One panel per design: the training lane (compute, wait, stall) above the storage lane (write, stage, drain)."""
     try:
         import matplotlib

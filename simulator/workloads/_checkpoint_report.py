@@ -60,12 +60,14 @@ class Marks:
         return max(busy, self.stall_seconds)
 
     def as_dict(self) -> dict[str, float | int | None]:
-        names = ("compute_start", "start", "snapshot_start", "stall_end", "written", "staged", "drain_start", "drain_end",
-                 "released", "durable")
+        """The instants as `NAME_s`, None where the design has no such instant."""
+        instants = {
+            "compute_start": self.compute_start, "start": self.start, "snapshot_start": self.snapshot_start,
+            "stall_end": self.stall_end, "written": self.written, "staged": self.staged, "drain_start": self.drain_start,
+            "drain_end": self.drain_end, "released": self.released, "durable": self.durable,
+        }
         out: dict[str, float | int | None] = {"number": self.number}
-        for name in names:
-            value = getattr(self, name)
-            out[f"{name}_s"] = value if math.isfinite(value) else None
+        out.update({f"{name}_s": value if math.isfinite(value) else None for name, value in instants.items()})
         return out
 
 
@@ -170,7 +172,7 @@ def outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout:
         chosen = restores[design.restore_from]
         metrics["load_checkpoint_duration_mean_seconds"] = chosen
         metrics["load_checkpoint_io_mean_GB_per_second"] = plan.size / chosen / 1e9
-    detail: dict = {
+    detail: dict[str, object] = {
         "save_mode": design.mode,
         "checkpoints": [m.as_dict() for m in marks],
         "interval_seconds": params.interval,
