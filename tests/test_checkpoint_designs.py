@@ -88,6 +88,16 @@ def test_async_stall_is_the_device_to_host_copy_when_storage_is_idle(size_GB, ra
     assert doc["metrics"]["checkpoint_durable_after_mean_seconds"] > stall
 
 
+def test_async_stall_is_bound_by_host_memory_when_the_gpus_outrun_it():
+    """Oracle: theory.  On one socket of an EPYC 9654 (360 GB/s of DRAM, catalog: 12 channels DDR5-4800 x 0.78)
+    eight GPUs copying at 53 GB/s each would need 424 GB/s: the host's DRAM bounds the stall, one DRAM write
+    per byte, so the copy of the host's shards takes their bytes / 360 GB/s."""
+    data = _scenario("local", "async", size="400 GB", count=1)
+    data["system"]["server"]["sockets"] = 1
+    stall = _run(data)["metrics"]["checkpoint_stall_mean_seconds"]
+    assert stall == pytest.approx(400e9 / 360e9, rel=1e-6)
+
+
 def test_async_degrades_to_blocking_when_the_write_is_slower_than_the_interval():
     """Oracle: the pipeline.  An async rank reuses its host buffer only when its previous write has returned,
     so with compute I shorter than the write W the next checkpoint waits W - I and then copies (d): the
