@@ -12,6 +12,13 @@ interrupt) and loses the work done since the last completed checkpoint.
   T_wall = M e^(R/M) (e^((tau + delta)/M) - 1) T_work / tau, so goodput = T_work / T_wall.
 - `monte_carlo_optimum` finds the optimum without any of those formulas:
   exponential failures drawn with numpy (seeded), the same draws for every tau.
+
+Save designs (async, tiered; `design_goodput`): a checkpoint stalls training for s seconds
+but can be restored from only A >= s seconds after it began (when its write, or its stage,
+is done); a failure recovers by one of several `Recovery` paths (restore from the durable
+tier, or from local copies when they survive), each with its share of failures, restart
+time and A.  The renewal argument gives the exact goodput (see `design_goodput`); with
+A = s and one path it is Daly's.
 """
 
 from __future__ import annotations
@@ -27,13 +34,20 @@ SECONDS_PER_HOUR = 3_600.0
 
 @dataclass(frozen=True)
 class FailureModel:
-    """A cluster of `nodes` that each fail with mean time between failures `node_mtbf_hours`."""
+    """A cluster of `nodes` that each fail with mean time between failures `node_mtbf_hours`.
+
+    `local_recovery_share`: the share of failures a tiered save recovers from its local copies (a
+    process or GPU fault on a host whose drives or memory keep the stage, or a stage replicated to
+    a partner host); the rest restore from the durable tier."""
 
     nodes: int
     node_mtbf_hours: float
     restart_seconds: float = 0.0
+    local_recovery_share: float = 0.0  # failures after which every host's local checkpoint copy is still readable
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.local_recovery_share <= 1.0:
+            raise ValueError(f"failure.local_recovery_share: expected 0..1, found {self.local_recovery_share}")
         if self.nodes < 1:
             raise ValueError(f"failure.nodes: expected >= 1, found {self.nodes}")
         if not self.node_mtbf_hours > 0:
@@ -44,6 +58,22 @@ class FailureModel:
     @property
     def mtbf_seconds(self) -> float:
         return system_mtbf_seconds(self.nodes, self.node_mtbf_hours * SECONDS_PER_HOUR)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """One way the job recovers from a failure: the share of failures that take it, the restart
+    (restore from that tier included) and how long after a checkpoint began it can be restored from there."""
+
+    share: float
+    restart_seconds: float
+    ready_after_seconds: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.share <= 1.0:
+            raise ValueError(f"recovery share: expected 0..1, found {self.share}")
+        if self.restart_seconds < 0.0 or self.ready_after_seconds < 0.0:
+            raise ValueError(f"recovery: expected restart and ready-after >= 0 s, found {self.restart_seconds}, {self.ready_after_seconds}")
 
 
 def system_mtbf_seconds(nodes: int, node_mtbf_seconds: float) -> float:
@@ -72,6 +102,38 @@ def goodput(tau: float, delta: float, mtbf: float, restart: float = 0.0) -> floa
     if tau <= 0:
         raise ValueError(f"checkpoint interval: expected > 0 s, found {tau}")
     return tau / (mtbf * math.exp(restart / mtbf) * math.expm1((tau + delta) / mtbf))
+
+
+def design_goodput(tau: float, stall: float, mtbf: float, recoveries: list[Recovery]) -> float:
+    """Useful work / wall time, exact for exponential failures, when each checkpoint stalls training
+    `stall` seconds and becomes restorable `ready_after` seconds after it began (>= stall).
+
+    Renewal argument: segments of P = tau + s follow each restart; the checkpoint ending segment j
+    begins at jP - s and is restorable at jP - s + A, so a gap X between failures credits
+    tau floor((X - R - (A - s)) / P)+ of work, where R is the restart of the failure that began the
+    gap and A the ready-after of the path the failure that ends it recovers by (independent draws).
+    For X ~ Exp(M): E[floor((X - c) / P)+] = e^(-c/M) / (e^(P/M) - 1), so
+
+        goodput = tau E[e^(-R/M)] E[e^(-(A - s)/M)] / (M (e^(P/M) - 1)),
+
+    which is `goodput(tau, s, M, R)` for one path with A = s (Daly 2006).
+    """
+    _check(stall, mtbf)
+    if tau <= 0:
+        raise ValueError(f"checkpoint interval: expected > 0 s, found {tau}")
+    total = sum(r.share for r in recoveries)
+    if not recoveries or abs(total - 1.0) > 1e-9:
+        raise ValueError(f"recoveries: expected shares that add up to 1, found {total}")
+    restart = sum(r.share * math.exp(-r.restart_seconds / mtbf) for r in recoveries)
+    lag = sum(r.share * math.exp(-max(0.0, r.ready_after_seconds - stall) / mtbf) for r in recoveries)
+    return tau * restart * lag / (mtbf * math.expm1((tau + stall) / mtbf))
+
+
+def design_interval(stall: float, period_min: float, mtbf: float) -> float:
+    """Compute time between checkpoints of a save design: Daly's optimum for the stall (the restorable
+    delay multiplies goodput by a factor that does not depend on tau), but at least the period the
+    design's background work needs (period_min - stall), or the next checkpoint would wait for it."""
+    return max(daly_interval(stall, mtbf), period_min - stall)
 
 
 def goodput_first_order(tau: float, delta: float, mtbf: float, restart: float = 0.0) -> float:
@@ -199,7 +261,15 @@ def energy_per_useful_hour_J(tau: float, delta: float, mtbf: float, restart: flo
     computation at full power, so they cost run power too; so does a checkpoint
     that a failure interrupts (a small share when delta << tau).
     """
-    g = goodput(tau, delta, mtbf, restart)
+    return energy_per_useful_hour_at_J(goodput(tau, delta, mtbf, restart), tau, delta, run_power_W, checkpoint_energy_J)
+
+
+def energy_per_useful_hour_at_J(g: float, tau: float, delta: float, run_power_W: float, checkpoint_energy_J: float) -> float:
+    """`energy_per_useful_hour_J` at a given goodput g (a save design's, `design_goodput`), with delta the stall:
+    `checkpoint_energy_J` is then everything a checkpoint costs beyond training power (its stall, and the
+    background writes' power on top of training)."""
+    if not g > 0.0:
+        raise ValueError(f"goodput: expected > 0, found {g}")
     wall_per_useful = 1.0 / g
     checkpoint_seconds = delta / tau
     other_seconds = max(0.0, wall_per_useful - checkpoint_seconds)

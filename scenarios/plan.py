@@ -6,7 +6,8 @@ A plan spec (YAML) names
   choices:      candidate values per scenario path (storage.device, storage.count,
                 storage.power_state, ...), plus `checkpoint_interval`: seconds,
                 "10 min", `daly`, `young` or `simulated` (need `failure`)
-  failure:      {nodes, node_mtbf_hours, restart_seconds}: enables goodput metrics
+  failure:      {nodes, node_mtbf_hours, restart_seconds, local_recovery_share}: enables goodput metrics
+                (local_recovery_share: failures a tiered save recovers from its hosts' copies)
   write_amplification: force a NAND WA for endurance (default: the simulated WA at the fill)
   constraints:  ["save_checkpoint_duration_mean_seconds <= 300", "endurance_years >= 5", ...]
   objective:    {minimise: cost_usd} or {maximise: goodput}; any metric of a configuration,
@@ -134,6 +135,7 @@ def load_spec(path: str | Path) -> PlanSpec:
                 nodes=int(failure.get("nodes", 1)),
                 node_mtbf_hours=float(failure["node_mtbf_hours"]),
                 restart_seconds=_interval(failure.get("restart_seconds", 0.0), f"{path}: failure.restart_seconds"),  # type: ignore[arg-type]
+                local_recovery_share=float(failure.get("local_recovery_share", 0.0)),
             )
         except KeyError as error:
             raise ScenarioError(f"{path}: failure.{error.args[0]}: required field is missing") from None

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 from iowatt.models import goodput as gp
+from iowatt.scenarios import plan_designs
 from iowatt.scenarios.loader import ScenarioError
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "models" / "catalog" / "prices.yml"
@@ -88,6 +89,8 @@ def derived_metrics(
     price = price_usd_per_TB(spec)
     out["price_usd_per_TB"] = price
     out["cost_usd"] = count * capacity_TB * price if price is not None else None
+    if plan_designs.is_design(metrics):
+        return _design(out, metrics, resolved, failure, interval, write_amplification, spec, count)
     delta = metrics.get("save_checkpoint_duration_mean_seconds")
     if delta is None:
         return out
@@ -105,6 +108,30 @@ def derived_metrics(
     save_share = min(1.0, delta * checkpoints / simulated) if loads and simulated > 0 else 1.0
     per_day = _goodput_and_energy(out, metrics, resolved, failure, tau, delta, save_share)
     _endurance(out, metrics, spec, count, per_day, delta, write_amplification, save_share)
+    return out
+
+
+def _design(out: dict[str, Any], metrics: dict[str, Any], resolved: dict[str, Any], failure: gp.FailureModel | None,
+            interval: float | str | None, write_amplification: float | None, spec: Any, count: int) -> dict[str, Any]:
+    """A save design's run (scenarios.plan_designs): its stage drives' cost, goodput and energy, and the durable
+    tier's endurance and SSD energy per day from the drives' own byte counters."""
+    stage = plan_designs.stage_drives(resolved)
+    if stage is not None:
+        stage_spec = device_spec(stage[0])
+        stage_price = price_usd_per_TB(stage_spec)
+        out["stage_device_count"] = stage[1]
+        out["stage_cost_usd"] = stage[1] * float(stage_spec.capacity_TB) * stage_price if stage_price is not None else None
+        out["cost_usd"] = out["cost_usd"] + out["stage_cost_usd"] if None not in (out["cost_usd"], out["stage_cost_usd"]) else None
+    out.update(plan_designs.design_metrics(metrics, resolved, failure, interval))
+    per_day = out.get("checkpoints_per_day")
+    if per_day is None:
+        return out
+    # every drive of system.storage (a lumped cluster's too) from the run's own counters, per checkpoint
+    durable = {**metrics, "drive_bytes_written_total_GB": metrics.get("tier_durable_drive_bytes_written_total_GB")}
+    stall = float(metrics[plan_designs.DESIGN_METRIC])
+    _endurance(out, durable, spec, count, per_day, stall, write_amplification, 1.0)
+    above_idle = float(metrics.get("tier_durable_energy_per_checkpoint_J") or 0.0)
+    out["ssd_energy_per_day_Wh"] = (above_idle * per_day + count * spec.idle_W * gp.SECONDS_PER_DAY) / 3600.0
     return out
 
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from iowatt.models import goodput as gp
 from scipy.integrate import quad
@@ -136,3 +136,56 @@ def test_bad_inputs_name_the_quantity():
     with pytest.raises(ValueError, match="write amplification"):
         gp.drive_writes_per_day(1.0, 1.0, 1.0, 0.5)
     assert gp.FailureModel(nodes=2048, node_mtbf_hours=6330.0).mtbf_seconds == pytest.approx(6330.0 * 3600.0 / 2048.0)
+
+
+def _simulated_design_goodput(tau: float, stall: float, mtbf: float, paths: list[gp.Recovery], gaps: int, seed: int) -> float:
+    """An independent event simulation of a save design: failures one after another, each drawn exponential,
+    each recovering by a path drawn by its share; after the restart, checkpoints begin at j P - s and are
+    restorable A later; the work credited in a gap is tau per checkpoint restorable before the gap ends."""
+    rng = np.random.default_rng(seed)
+    period = tau + stall
+    shares = np.array([p.share for p in paths])
+    kinds = rng.choice(len(paths), size=gaps + 1, p=shares / shares.sum())
+    lengths = rng.exponential(mtbf, size=gaps)
+    work = 0.0
+    for i in range(gaps):
+        begun_by, ended_by = paths[kinds[i]], paths[kinds[i + 1]]
+        t = begun_by.restart_seconds  # restart, then segments
+        j = 1
+        while t + j * period - stall + ended_by.ready_after_seconds <= lengths[i]:
+            work += tau
+            j += 1
+    return work / lengths.sum()
+
+
+@settings(max_examples=5, deadline=None)
+@example(stall=2.0, lag=900.0, local=0.3, restart=600.0)  # a lag that costs 5 % of goodput: the test must see it
+@given(
+    stall=st.floats(min_value=1.0, max_value=60.0),
+    lag=st.floats(min_value=0.0, max_value=900.0),
+    local=st.floats(min_value=0.0, max_value=1.0),
+    restart=st.floats(min_value=0.0, max_value=1_200.0),
+)
+def test_design_goodput_matches_an_event_simulation(stall, lag, local, restart):
+    """Oracle: an independent event simulation (explicit loop over failures and checkpoints, no closed form)."""
+    mtbf = 4 * 3_600.0
+    tau = gp.daly_interval(stall, mtbf)
+    paths = [gp.Recovery(local, restart / 3, stall + lag / 5), gp.Recovery(1.0 - local, restart, stall + lag)]
+    simulated = _simulated_design_goodput(tau, stall, mtbf, paths, gaps=40_000, seed=7)
+    # 40,000 exponential gaps: the ratio's standard error is about 0.5 %
+    assert gp.design_goodput(tau, stall, mtbf, paths) == pytest.approx(simulated, abs=0.015)
+
+
+@settings(max_examples=30, deadline=None)
+@given(delta=deltas, mtbf=mtbfs, restart=st.floats(min_value=0.0, max_value=1_800.0))
+def test_design_goodput_of_a_blocking_save_is_dalys(delta, mtbf, restart):
+    """Oracle: Daly's exact goodput.  A checkpoint restorable when its stall ends (A = s) on one recovery path."""
+    tau = gp.daly_interval(delta, mtbf)
+    assert gp.design_goodput(tau, delta, mtbf, [gp.Recovery(1.0, restart, delta)]) == pytest.approx(gp.goodput(tau, delta, mtbf, restart), rel=1e-12)
+
+
+def test_design_interval_leaves_room_for_the_background_write():
+    """The interval is Daly's for the stall, unless the design's background work needs a longer period."""
+    mtbf = 3 * 3_600.0
+    assert gp.design_interval(0.5, 10.0, mtbf) == pytest.approx(gp.daly_interval(0.5, mtbf))
+    assert gp.design_interval(0.5, 5_000.0, mtbf) == pytest.approx(4_999.5)

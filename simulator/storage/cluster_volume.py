@@ -184,6 +184,10 @@ class ClusterVolume(Volume):
         self.paths.add(plan.path)
         return plan.usage
 
+    def client_side(self) -> list[Constraint]:
+        """The per-client stations (NIC ports, NIC cards' PCIe, frontend cores): `clients` x one client's."""
+        return [st.constraint for name, st in self.stations.items() if name.startswith("cluster.clients.")]
+
     def qd1_latency_s(self, access: Access) -> float:
         plan = self._plan(access.with_(queue_depth=1.0))
         return mva.response_s(plan.stages, 0.0, 1.0, 1.0, plan.delay_s)

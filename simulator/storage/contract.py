@@ -207,6 +207,11 @@ class Volume(ABC):
         for drive in self.unique_drives:
             drive.occupy(share_of_capacity)
 
+    def client_side(self) -> list[Constraint]:
+        """Constraints that stand for every client host together (their NIC ports, RPC slots): a workload
+        that places its streams on hosts gives each host its share of these (none for drives in the host)."""
+        return []
+
     @property
     def unique_drives(self) -> list[Drive]:
         """The drive runtimes that exist (a lumped volume's representatives once each)."""

@@ -57,6 +57,7 @@ from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._checkpoint_design import SaveDesign
 from iowatt.simulator.workloads._mlperf_checkpoint import MlperfProcedure, run_procedure
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -134,6 +135,9 @@ class CheckpointParams(BaseModel):
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
     mlperf: MlperfProcedure | None = Field(
         default=None, description="run MLPerf Storage v2.0/v3.0 checkpointing: N writes with fsync, N reads, scoring over ranks and runs"
+    )
+    save: SaveDesign | None = Field(
+        default=None, description="the save design of a training (blocking, async, tiered; many hosts): simulator/workloads/_checkpoint_modes.py"
     )
 
     @model_validator(mode="after")
@@ -370,6 +374,10 @@ def _training(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, saver
 
 
 def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
+    if params.save is not None:  # a training's save design (imported here: it builds on this module)
+        from iowatt.simulator.workloads import _checkpoint_modes
+
+        return _checkpoint_modes.run(ctx, params)
     plan = _ShardPlan.build(ctx, params)
     if params.mlperf is not None:  # the benchmark's procedure and scoring (_mlperf_checkpoint); its saves always fsync
         synced = params.model_copy(update={"fsync": True})

@@ -10,7 +10,9 @@ wire; each waits for one of `server_threads` nfsd threads, which holds it for
 the server's CPU and, for a READ, the export's read at the depth the busy
 threads give it (the export's own law: an array's members' network).  nfsd
 threads and client slots are also engine constraints in thread-seconds per
-second, at the loop's loaded holding times.
+second, at the loop's loaded holding times.  `clients`
+identical client hosts are one aggregate, as in `kind: cluster`: their NIC ports and session slots
+add up, and the host's CPU, DRAM and power are multiplied by `clients` (SystemRuntime).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from iowatt.models import fabric as fab
 from iowatt.models.fabric import FabricName
 from iowatt.models.nfs_server import NfsLoop, NfsPath, solve_path
 from iowatt.models.units import Bytes
-from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage import registry
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Usage, Volume
@@ -50,6 +52,10 @@ class NfsStorageConfig(BaseModel):
     fabric: FabricName = Field(default="ib-edr", description="NIC ports: ib-edr, ib-hdr, ib-ndr, 100gbe, 200gbe, 400gbe")
     server_nics: int = Field(default=1, ge=1, le=16, description="server NIC ports (evenly loaded)")
     client_nics: int = Field(default=1, ge=1, le=16, description="client (this host) NIC ports")
+    clients: int = Field(
+        default=1, ge=1, le=4096,
+        description="identical client hosts mounting the export, modelled as one aggregate (their NICs, slots, CPU and power x clients)",
+    )
     rsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest READ per RPC (Linux default and maximum 1 MiB)")
     wsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest WRITE per RPC")
     server_threads: int = Field(
@@ -95,12 +101,12 @@ class NfsVolume(FrontVolume):
         self.rsize = float(config.rsize)
         self.wsize = float(config.wsize)
         self.server_threads = int(config.server_threads)
-        self.window = config.window
+        self.window = config.window * config.clients  # every client host keeps its own session slots
         self.threads = engine.constraint("nfs.server_threads", float(config.server_threads))
         self.slots = engine.constraint("nfs.client_slots", float(self.window))
         rdma = config.protocol == "rdma"
         server_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.server_nics)
-        client_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.client_nics)
+        client_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.client_nics) * config.clients
         self.wire_Bps = min(server_Bps, client_Bps)
         # tx = server -> client (reads), rx = client -> server (writes); full duplex
         self.server_tx = engine.constraint("nfs.server_nic_tx", server_Bps)
@@ -217,6 +223,9 @@ class NfsVolume(FrontVolume):
             }
         return out
 
+    def client_side(self) -> list[Constraint]:
+        return [self.client_tx, self.client_rx, self.slots]  # `clients` x one client's NIC ports and session slots
+
 
 def build(ctx: BuildContext, config: NfsStorageConfig) -> Volume:
     server = server_node(ctx.engine, "nfs_server", config.server)
@@ -238,4 +247,7 @@ def _usable_fraction(config: NfsStorageConfig) -> float:
     return registry.of(config.export).usable_fraction(config.export)
 
 
-KIND = StorageKind(name="nfs", config=NfsStorageConfig, build=build, drives_bought=_drives_bought, usable_fraction=_usable_fraction)
+KIND = StorageKind(
+    name="nfs", config=NfsStorageConfig, build=build, drives_bought=_drives_bought, usable_fraction=_usable_fraction,
+    client_nodes=lambda config: config.clients,
+)
