@@ -177,7 +177,7 @@ def collect(
     if not target.raw_device and (out_real == target.fio_filename or out_real.is_relative_to(target.fio_filename)):
         raise CollectError(f"--out {out}: must not be the fio test file")
     _check_space(target, plan)
-    say = progress or (lambda text: print(text, file=sys.stderr))
+    say = progress or (lambda _text: None)  # the command line passes a printer; this layer never prints
 
     info = inventory.collect(target.path)
     nvme_states = [s["max_W"] for s in info["nvme"].get("power_states", [])] if info["nvme"].get("available") else None

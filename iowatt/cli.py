@@ -84,8 +84,8 @@ def run(
         write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
         return
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    from iowatt.output import serialize, tables
     from iowatt.scenarios.run import run_scenario
-    from iowatt.simulator import report
 
     document, sim = run_scenario(loaded)
     if timing:
@@ -95,11 +95,11 @@ def run(
             file=sys.stderr,
         )
     if chosen == "json":
-        text = report.to_json(document)
+        text = serialize.to_json(document)
     elif chosen == "csv":
-        text = report.to_csv([report.metrics_row(document)])
+        text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"]}])
     else:
-        text = report.render_table(document)
+        text = tables.render(tables.result_tables(document))
     write_text(text, output)
 
 
@@ -142,7 +142,7 @@ def catalog_list(
 ) -> None:
     """List catalog entries with counts of datasheet / measured / calibrated / assumed values."""
     from iowatt.models import catalog
-    from iowatt.simulator import report
+    from iowatt.output import choose_format, serialize, tables, write_text
 
     entries = catalog.entries(kind)
     if kind is not None and not entries:
@@ -151,25 +151,16 @@ def catalog_list(
     rows = [
         {"kind": e.kind, "name": e.name, "model": getattr(e.spec, "model", ""), **e.provenance_counts()} for e in entries
     ]
-    from iowatt.output import choose_format, write_text
-
     chosen = choose_format(fmt, None, ("table", "json", "csv"))
     if chosen == "json":
-        import json
-
-        write_text(json.dumps(rows, indent=2) + "\n", None)
+        write_text(serialize.to_json(rows), None)
     elif chosen == "csv":
-        write_text(report.to_csv(rows), None)
+        write_text(serialize.to_csv(rows), None)
     else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title="iowatt catalog (value counts by provenance)")
-        for column in ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed"):
-            table.add_column(column, justify="right" if column in ("datasheet", "measured", "calibrated", "assumed") else "left")
-        for row in rows:
-            table.add_row(*(str(row[c]) for c in ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed")))
-        Console(width=120).print(table)
+        columns = ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed")
+        table = tables.Table(columns, [[str(row[c]) for c in columns] for row in rows], title="iowatt catalog (value counts by provenance)",
+                             right=frozenset(columns[3:]))
+        write_text(tables.render([table], width=120), None)
 
 
 @catalog_app.command("show")
@@ -197,21 +188,16 @@ def catalog_show(
         }
         write_text(json.dumps(document, indent=2) + "\n", None)
         return
-    from rich.console import Console
-    from rich.table import Table
+    from iowatt.output import tables
 
-    table = Table(title=f"{entry.kind} {entry.name} ({', '.join(entry.aliases) or 'no aliases'})")
-    for column in ("field", "value", "provenance", "source / reasoning"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for field, value in values.items():
         prov = entry.provenance.get(field)
-        table.add_row(
-            field,
-            json.dumps(value) if not isinstance(value, str) else value,
-            prov.p if prov else "",
-            "; ".join(x for x in (prov.src, prov.note) if x) if prov else "",
-        )
-    Console(width=140).print(table)
+        rows.append([field, json.dumps(value) if not isinstance(value, str) else value, prov.p if prov else "",
+                     "; ".join(x for x in (prov.src, prov.note) if x) if prov else ""])
+    table = tables.Table(("field", "value", "provenance", "source / reasoning"), rows,
+                         title=f"{entry.kind} {entry.name} ({', '.join(entry.aliases) or 'no aliases'})")
+    write_text(tables.render([table], width=140), None)
 
 
 def _register_extensions() -> None:
@@ -222,6 +208,8 @@ def _register_extensions() -> None:
     import iowatt.commands as commands
 
     for info in pkgutil.iter_modules(commands.__path__):
+        if info.name.startswith("_"):
+            continue  # helpers of the command modules
         module = importlib.import_module(f"iowatt.commands.{info.name}")
         module.register(app)
 

@@ -22,6 +22,8 @@ from iowatt.scenarios.run import run_scenario
 from typer.testing import CliRunner
 
 from iowatt.cli import app
+from iowatt.commands.planning import sweep_to_file
+from iowatt.output.rows import RowFile
 
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 BASE = LIBRARY / "micron6550_vs_p5336" / "checkpoint_6550_ps1.yaml"
@@ -40,6 +42,10 @@ def make_sweep(axes: list[str] = AXES, overrides: list[str] | None = None) -> sw
 
 def by_hash(rows: list[dict]) -> dict[str, dict]:
     return {r["scenario_hash"]: r for r in rows}
+
+
+def on_disk(path: Path) -> list[dict]:
+    return RowFile(path, path.suffix[1:]).existing()
 
 
 def test_grid_is_the_full_factorial_in_order():
@@ -94,23 +100,23 @@ def test_process_pool_and_dask_local_cluster_give_identical_rows(tmp_path):
     distributed = pytest.importorskip("distributed")
     spec = make_sweep()
     with sw.open_executor(jobs=2) as pool:
-        pooled = sw.run_sweep(spec, pool, sw.RowSink(tmp_path / "pool.csv", "csv"))
+        pooled = sweep_to_file(spec, pool, tmp_path / "pool.csv", "csv")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
         with sw.open_executor(address=cluster.scheduler_address) as executor:
-            dasked = sw.run_sweep(spec, executor, sw.RowSink(tmp_path / "dask.parquet", "parquet"))
+            dasked = sweep_to_file(spec, executor, tmp_path / "dask.parquet", "parquet")
     assert pooled.done == dasked.done == 6
     a, b = by_hash(pooled.rows), by_hash(dasked.rows)
     assert set(a) == set(b) and len(a) == 6
     for digest, row in a.items():
         assert row == b[digest]
     # the files hold the same rows as the results (CSV as text, Parquet typed)
-    on_disk = by_hash(sw.RowSink(tmp_path / "dask.parquet", "parquet").existing())
-    assert set(on_disk) == set(b)
+    stored_rows = by_hash(on_disk(tmp_path / "dask.parquet"))
+    assert set(stored_rows) == set(b)
     for digest, row in b.items():
         for key, value in row.items():
-            stored = on_disk[digest][key]
+            stored = stored_rows[digest][key]
             assert stored == value or str(stored) == str(value), key
-    csv_rows = by_hash(sw.RowSink(tmp_path / "pool.csv", "csv").existing())
+    csv_rows = by_hash(on_disk(tmp_path / "pool.csv"))
     assert set(csv_rows) == set(a)
     assert float(csv_rows[next(iter(a))]["save_checkpoint_duration_mean_seconds"]) == pytest.approx(
         a[next(iter(a))]["save_checkpoint_duration_mean_seconds"], rel=1e-12
@@ -123,17 +129,17 @@ def test_resume_after_an_interruption_has_no_duplicate_and_no_missing_row(tmp_pa
     full = sw.run_sweep(spec, sw.InlineExecutor())
     out = tmp_path / f"sweep.{fmt}"
     # the interrupted run: two finished rows on disk, and for CSV half of a third row
-    partial = sw.RowSink(out, fmt)
-    partial.start([], ["case", *spec.keys, "scenario_hash", "error"])
+    partial = RowFile(out, fmt)
+    partial.start([], ["case", *spec.keys, "scenario_hash", "sweep_id", "error"])
     for row in full.rows[:2]:
         partial.add(row)
     partial.close()
     if fmt == "csv":
         with out.open("a") as handle:
             handle.write(f"{full.rows[2]['case']},micron-6550-ion,PS2,{full.rows[2]['scenario_hash'][:20]}")
-    resumed = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, fmt), resume=True)
+    resumed = sweep_to_file(spec, sw.InlineExecutor(), out, fmt, resume=True)
     assert resumed.skipped == 2 and resumed.done == 4
-    rows = sw.RowSink(out, fmt).existing()
+    rows = on_disk(out)
     hashes = [r["scenario_hash"] for r in rows]
     assert len(hashes) == len(set(hashes)) == 6
     assert set(hashes) == {r["scenario_hash"] for r in full.rows}
@@ -143,7 +149,7 @@ def test_resume_after_an_interruption_has_no_duplicate_and_no_missing_row(tmp_pa
             reference[row["scenario_hash"]]["save_checkpoint_duration_mean_seconds"], rel=1e-12
         )
     # resuming a finished sweep runs nothing
-    again = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, fmt), resume=True)
+    again = sweep_to_file(spec, sw.InlineExecutor(), out, fmt, resume=True)
     assert again.done == 0 and again.skipped == 6
 
 
@@ -191,12 +197,14 @@ class DyingExecutor(sw.InlineExecutor):
 def test_a_dying_worker_loses_no_finished_row(tmp_path):
     spec = make_sweep()
     out = tmp_path / "s.csv"
-    result = sw.run_sweep(spec, DyingExecutor(dies_at=3), sw.RowSink(out, "csv"), chunk_size=1)
+    result = sweep_to_file(spec, DyingExecutor(dies_at=3), out, "csv", chunk_size=1)
     assert len(result.lost) == 1 and result.done == 5
-    assert len(sw.RowSink(out, "csv").existing()) == 5
-    resumed = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, "csv"), resume=True)
+    assert len(on_disk(out)) == 5
+    resumed = sweep_to_file(spec, sw.InlineExecutor(), out, "csv", resume=True)
     assert resumed.done == 1 and resumed.skipped == 5
-    assert len({r["scenario_hash"] for r in sw.RowSink(out, "csv").existing()}) == 6
+    rows = on_disk(out)
+    assert len({r["scenario_hash"] for r in rows}) == 6
+    assert [int(r["case"]) for r in rows] == list(range(6))  # the resumed file is in case order too
 
 
 def test_sweep_file_and_cli(tmp_path):
@@ -252,14 +260,14 @@ def test_a_real_worker_death_keeps_the_finished_rows_and_resume_completes(tmp_pa
     spec = make_sweep()
     out = tmp_path / "s.csv"
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        result = sw.run_sweep(spec, pool, sw.RowSink(out, "csv"), chunk_size=1)
+        result = sweep_to_file(spec, pool, out, "csv", chunk_size=1)
     assert result.lost and result.done + len(result.lost) == 6
-    on_disk = {r["scenario_hash"] for r in sw.RowSink(out, "csv").existing()}
-    assert on_disk == {r["scenario_hash"] for r in result.rows}  # every finished row reached the file
+    written = {r["scenario_hash"] for r in on_disk(out)}
+    assert written == {r["scenario_hash"] for r in result.rows}  # every finished row reached the file
     monkeypatch.setattr(sw, "run_cases", _real_run_cases)
-    resumed = sw.run_sweep(spec, sw.InlineExecutor(), sw.RowSink(out, "csv"), resume=True)
+    resumed = sweep_to_file(spec, sw.InlineExecutor(), out, "csv", resume=True)
     assert resumed.skipped == result.done and resumed.done == len(result.lost)
-    hashes = [r["scenario_hash"] for r in sw.RowSink(out, "csv").existing()]
+    hashes = [r["scenario_hash"] for r in on_disk(out)]
     assert len(hashes) == len(set(hashes)) == 6
 
 

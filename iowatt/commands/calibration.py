@@ -65,7 +65,8 @@ def collect_fio(
     out = out or _default_out("fio-bundle")
     if not quiet:
         print(f"{chosen.name}: {len(chosen.jobs)} jobs x {repeat}, about {chosen.estimated_seconds(repeat):.0f} s", file=sys.stderr)
-    manifest = collect(target, chosen, out, repeat=repeat, destructive=destructive, serial=serial, progress=(lambda _: None) if quiet else None)
+    say = None if quiet else (lambda text: print(text, file=sys.stderr))
+    manifest = collect(target, chosen, out, repeat=repeat, destructive=destructive, serial=serial, progress=say)
     absent = [k for k, v in manifest.power_sources.items() if not v.available]
     print(f"bundle {out} (manifest {manifest.id}): {len(manifest.jobs)} jobs, {sum(len(j.runs) for j in manifest.jobs)} runs; "
           f"power sources absent: {', '.join(absent) or 'none'}", file=sys.stderr)
@@ -183,21 +184,17 @@ def validate(
     if chosen == "json":
         write_text(json.dumps(report, indent=2) + "\n", None)
         return
-    from rich.console import Console
-    from rich.table import Table
+    from iowatt.output.tables import Table, render
 
-    out = Table(title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}")
     columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict", "simulator_MBps")
-    for column in columns:
-        out.add_column(column, justify="left" if column in ("job", "verdict") else "right")
-    for row in report["jobs"]:
-        out.add_row(*("" if row[c] is None else (f"{row[c]:+.1f}" if c == "error_pct" else str(row[c])) for c in columns))
-    console = Console(width=140)
-    console.print(out)
+    rows = [["" if row[c] is None else (f"{row[c]:+.1f}" if c == "error_pct" else str(row[c])) for c in columns] for row in report["jobs"]]
     s = report["summary"]
-    console.print(f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
-                  f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
-                  "(simulator_MBps: what `iowatt run` predicts with the profile as a device)")
+    summary = (f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
+               f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
+               "(simulator_MBps: what `iowatt run` predicts with the profile as a device)")
+    table = Table(columns, rows, title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}",
+                  right=frozenset(c for c in columns if c not in ("job", "verdict")))
+    write_text(render([table, summary], width=140), None)
 
 
 def register(app: typer.Typer) -> None:
