@@ -110,11 +110,15 @@ def calibrate(
     """Fit device parameters to a bundle (least squares) and write a calibrated profile."""
     from iowatt.calibration import bundle, fit, profile
     from iowatt.calibration.dataset import load_jobs
+    from iowatt.calibration.target import virtual_device_warning
     from iowatt.models import catalog
     from iowatt.output import write_text
 
     base_entry = catalog.lookup("ssd", base)
     manifest = bundle.load(bundle_path)
+    warning = virtual_device_warning(manifest.target)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     jobs = load_jobs(bundle_path, manifest)
     training, held = fit.split_holdout(jobs, holdout, seed)
     result = fit.fit(training, base_entry.spec)  # type: ignore[arg-type]
