@@ -380,12 +380,15 @@ class SweepResult:
         return self.done > 0 and self.invalid == self.done
 
     def failures(self) -> list[str]:
-        """`case N (KEY=VALUE, ...): error` for every failed row, in case order."""
+        """`case N (KEY=VALUE, ...): why` for every failed row, in case order, one line each."""
         out = []
         for row in self.rows:
             if row["error"]:
                 values = ", ".join(f"{k}={row[k]}" for k in self.keys if k in row)
-                out.append(f"case {row['case']}" + (f" ({values})" if values else "") + f": {row['error']}")
+                lines = [line.strip() for line in str(row["error"]).splitlines() if line.strip()]
+                # the first line of a validation error only repeats the scenario's origin; the fields follow it
+                why = "; ".join(lines[1:] if len(lines) > 1 and lines[0].endswith("invalid scenario") else lines)
+                out.append(f"case {row['case']}" + (f" ({values})" if values else "") + f": {why}")
         return out
 
 

@@ -285,3 +285,102 @@ def test_random_sweep_file_draws_its_samples_within_the_ranges(tmp_path):
     bad.write_text(f"scenario: {BASE}\nrandom:\n  samples: 3\n  ranges:\n    storage.fill: 0.5\n")
     with pytest.raises(ScenarioError, match=r"random\.ranges\.storage\.fill: expected \[LO, HI\]"):
         sw.sweep_from_file(bad, sw.load_base(str(bad))[0])
+
+
+# --- exit status, order and input checks (issue 18 item 3) -----------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def readme_sweep_args(out: Path) -> list[str]:
+    """The README's sweep example, as written there, with its output in `out`."""
+    import shlex
+
+    line = next(x for x in (REPO / "README.md").read_text().splitlines() if x.startswith(".venv/bin/iowatt sweep checkpoint"))
+    args = shlex.split(line.split("#")[0])[1:]
+    return [str(out) if a == "sweep.csv" else a for a in args] + ["--jobs", "0"]
+
+
+def test_the_readme_sweep_example_runs_every_case(tmp_path):
+    out = tmp_path / "sweep.csv"
+    result = runner.invoke(app, readme_sweep_args(out))
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 6 and all(r["error"] == "" for r in rows)
+
+
+def test_failed_cases_exit_1_and_are_listed(tmp_path):
+    """The README example as it was (no --set): the 9550 Pro has only PS0 and the scenario asks for PS1."""
+    out = tmp_path / "s.csv"
+    args = [a for a in readme_sweep_args(out) if a not in ("--set", "storage.power_state=PS0")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    for case in (3, 4, 5):
+        assert f"failed: case {case} (storage.device=micron-9550-pro, storage.fill=" in result.stderr
+    assert "only PS0 is valid, found PS1" in result.stderr and "Traceback" not in result.output
+    rows = list(csv.DictReader(out.open()))
+    assert [r["error"] != "" for r in rows] == [False] * 3 + [True] * 3  # every row is written, failed ones with the reason
+
+
+def test_an_all_invalid_grid_exits_2_and_leaves_the_output_alone(tmp_path):
+    out = tmp_path / "s.csv"
+    out.write_text("an earlier result\n")
+    result = runner.invoke(app, ["sweep", str(BASE), "-o", str(out), "--grid", "storage.power_state=PS30,PS31", "--jobs", "0"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: every case of the sweep is an invalid scenario")
+    assert out.read_text() == "an earlier result\n"
+    fresh = tmp_path / "new.parquet"
+    result = runner.invoke(app, ["sweep", str(BASE), "-o", str(fresh), "--grid", "storage.power_state=PS30", "--jobs", "0"])
+    assert result.exit_code == 2 and not fresh.exists()
+
+
+@pytest.mark.parametrize("second", ["storage.fill=0.9", "system.storage.fill=0.9"])
+def test_a_duplicated_axis_is_an_error(tmp_path, second):
+    out = tmp_path / "s.csv"
+    result = runner.invoke(app, ["sweep", str(BASE), "-o", str(out), "--grid", "storage.fill=0,0.5", "--grid", second, "--jobs", "0"])
+    assert result.exit_code == 2 and "given twice" in result.stderr and second.split("=")[0] in result.stderr
+    assert not out.exists()
+
+
+def test_a_missing_scheduler_file_fails_at_once(tmp_path):
+    """dask.distributed waits forever for a scheduler file to appear; the join is a guard against that hang, not a timing test."""
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def attempt() -> None:
+        outcome["result"] = runner.invoke(app, ["sweep", str(BASE), "-o", str(tmp_path / "s.csv"), "--scheduler-file", str(tmp_path / "nope.json")])
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive(), "a missing scheduler file must not wait for the file to appear"
+    result = outcome["result"]
+    assert result.exit_code == 2 and f"--scheduler-file {tmp_path / 'nope.json'}: no such file" in result.stderr
+
+
+def test_rows_are_in_case_order_whatever_the_completion_order(tmp_path, monkeypatch):
+    """Oracle: completion order reversed by hand; the file must not change, so two identical sweeps give identical bytes."""
+    args = ["sweep", str(BASE), "--grid", AXES[0], "--grid", AXES[1], "--set", "workload.size=20 GB", "--jobs", "0"]
+    assert runner.invoke(app, [*args, "-o", str(tmp_path / "a.csv")]).exit_code == 0
+    monkeypatch.setattr(sw, "as_completed", lambda futures: list(reversed(list(futures))))
+    assert runner.invoke(app, [*args, "-o", str(tmp_path / "b.csv")]).exit_code == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert [int(r["case"]) for r in csv.DictReader((tmp_path / "b.csv").open())] == list(range(6))
+
+
+def test_resume_refuses_the_output_of_another_sweep(tmp_path):
+    out = tmp_path / "s.csv"
+    args = ["sweep", str(BASE), "-o", str(out), "--set", "workload.size=20 GB", "--jobs", "0"]
+    assert runner.invoke(app, [*args, "--grid", "storage.fill=0,0.5"]).exit_code == 0
+    before = out.read_bytes()
+    result = runner.invoke(app, [*args, "--grid", "storage.power_state=PS0,PS1", "--resume"])
+    assert result.exit_code == 2 and "holds rows of another sweep" in result.stderr
+    assert out.read_bytes() == before
+    foreign = tmp_path / "foreign.csv"
+    foreign.write_text("name,value\nmine,1\n")
+    result = runner.invoke(app, ["sweep", str(BASE), "-o", str(foreign), "--grid", "storage.fill=0", "--resume", "--jobs", "0"])
+    assert result.exit_code == 2 and "another sweep" in result.stderr and foreign.read_text() == "name,value\nmine,1\n"
+    # the same sweep resumes: nothing to run, exit 0, same file
+    result = runner.invoke(app, [*args, "--grid", "storage.fill=0,0.5", "--resume"])
+    assert result.exit_code == 0 and out.read_bytes() == before

@@ -138,25 +138,24 @@ class _DeferredRows:
 
 def _sweep_verdict(result: SweepResult, output: Path) -> None:
     """The summary on stderr, and the exit status: 2 when every case was invalid input, 1 when any case failed or was lost."""
+    failures = result.failures()
+    if result.all_invalid:
+        raise UserError(f"every case of the sweep is an invalid scenario ({output} not written), e.g. {failures[0]}")
     rate = result.done / result.seconds if result.seconds > 0 else 0.0
     print(
         f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}, "
         f"{len(result.lost)} lost; {result.seconds:.2f} s, {rate:.1f} scenarios/s",
         file=sys.stderr,
     )
-    failures = result.failures()
-    if result.all_invalid:
-        first = failures[0].replace("\n", "\n  ")
-        raise UserError(f"every case of the sweep is an invalid scenario, e.g. {first}")
     for line in failures[:10]:
-        print(f"failed: {line.splitlines()[0]}", file=sys.stderr)
+        print(f"failed: {line}", file=sys.stderr)
     if len(failures) > 10:
         print(f"failed: ... and {len(failures) - 10} more (see the `error` column of {output})", file=sys.stderr)
     if result.lost:
         print(f"error: {len(result.lost)} case(s) lost with their worker ({result.lost[0]}); rerun with --resume", file=sys.stderr)
+    if failures:
+        print(f"error: {len(failures)} of {result.done} case(s) failed; their rows are in {output} with the reason", file=sys.stderr)
     if failures or result.lost:
-        if failures:
-            print(f"error: {len(failures)} of {result.done} case(s) failed; their rows are in {output} with the reason", file=sys.stderr)
         raise typer.Exit(1)
 
 
