@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import yaml
+from iowatt.models import strict_yaml
+from iowatt.scenarios import checks
 from iowatt.scenarios.schema import ScenarioBase, scenario_model
 from iowatt.simulator import workloads
 from pydantic import BaseModel, ValidationError
@@ -72,7 +74,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
         raise ScenarioError(f"{path}: cannot read the scenario file ({error.__class__.__name__})") from None
     try:
-        data = yaml.safe_load(text)
+        data = strict_yaml.load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -184,20 +186,34 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
 
 
 def validate(data: dict[str, Any], origin: str) -> ScenarioBase:
+    """The scenario, valid field by field (the schema) and as a whole (scenarios.checks: capacity, physical bounds)."""
     try:
-        return scenario_model().model_validate(data)
+        scenario = scenario_model().model_validate(data)
     except ValidationError as error:
         raise ScenarioError(format_validation_error(error, origin)) from None
+    try:
+        checks.check(scenario)
+    except ValueError as error:
+        raise ScenarioError(f"{origin}: impossible scenario\n  {error}") from None
+    return scenario
 
 
 def resolve_path(name: str) -> Path:
-    """A file path, or a name in the scenario library (with or without .yaml)."""
+    """A file path, or a name in the scenario library (with or without .yaml, in any of its folders when the name is unique)."""
     path = Path(name)
     if path.exists():
         return path
     for candidate in (LIBRARY_DIR / name, LIBRARY_DIR / f"{name}.yaml"):
         if candidate.exists():
             return candidate
+    if path.name == name:  # a bare name: look in the library's folders
+        stem = name.removesuffix(".yaml").removesuffix(".yml")
+        found = sorted(p for p in LIBRARY_DIR.rglob("*.y*ml") if p.stem == stem)
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            shown = ", ".join(str(p.relative_to(LIBRARY_DIR)) for p in found)
+            raise ScenarioError(f"{name}: expected one library scenario of that name, found {len(found)}: {shown}; give the folder too")
     return path
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.models import goodput as gp
+from iowatt.models import strict_yaml
 from iowatt.scenarios.loader import ScenarioError
 from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
 from iowatt.scenarios.sweep import _typed as sw_typed
@@ -95,7 +96,7 @@ def load_spec(path: str | Path) -> PlanSpec:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
+        data = strict_yaml.load(path.read_text())
     except yaml.YAMLError as error:
         raise ScenarioError(f"{path}: not valid YAML ({error})") from None
     if not isinstance(data, dict):
@@ -213,12 +214,11 @@ PRICES_FILE = Path(__file__).resolve().parent.parent / "models" / "catalog" / "p
 @functools.cache
 def load_prices(path: Path = PRICES_FILE) -> dict[str, dict[str, Any]]:
     """{device name: {usd_per_TB, date, provenance}} from models/catalog/prices.yml."""
-    import yaml
     from iowatt.models.provenance import unwrap
 
     if not path.exists():
         return {}
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = strict_yaml.load(path.read_text()) or {}
     out: dict[str, dict[str, Any]] = {}
     for name, fields in (raw.get("entries") or {}).items():
         try:

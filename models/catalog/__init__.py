@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from iowatt.models import strict_yaml
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.provenance import KINDS, Provenance, unwrap
 from iowatt.models.ssd import SSDSpec
@@ -51,7 +52,7 @@ def register_spec_type(kind: str, spec_type: type[BaseModel]) -> None:
 
 
 def _parse_file(path: Path) -> list[CatalogEntry]:
-    raw = yaml.safe_load(path.read_text())
+    raw = strict_yaml.load(path.read_text())
     if not isinstance(raw, dict) or "kind" not in raw or "entries" not in raw:
         raise CatalogError(f"{path.name}: expected a mapping with `kind` and `entries`")
     kind = raw["kind"]
