@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from iowatt.errors import user_errors
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.schema import ScenarioBase
 
 app = typer.Typer(
     name="iowatt",
@@ -65,7 +68,11 @@ def run(
     ] = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved scenario and stop.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the resolved scenario and the values it implies (model size, parallelism, ranks, dataset, "
+                     "usable capacity), then stop; YAML, or JSON with -f json or a .json --output."),
+    ] = False,
     timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
 ) -> None:
     """Run one scenario and print its metrics and energy."""
@@ -78,10 +85,12 @@ def run(
         raise typer.BadParameter("give a SCENARIO file, or --fio JOBFILE with --set storage.device=NAME", param_hint="SCENARIO")
     else:
         loaded = load(scenario, set_ or [])
-    if dry_run:
-        import yaml
+    from iowatt.scenarios.derived import notes
 
-        write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
+    for note in notes(loaded):
+        print(f"note: {note}", file=sys.stderr)
+    if dry_run:
+        _dry_run(loaded, fmt, output)
         return
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     from iowatt.output import serialize, tables
@@ -100,6 +109,23 @@ def run(
         text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"]}])
     else:
         text = tables.render(tables.result_tables(document))
+    write_text(text, output)
+
+
+def _dry_run(loaded: ScenarioBase, fmt: str | None, output: Path | None) -> None:
+    """The resolved scenario and the values it implies: YAML (a scenario file again, the derived values as comments) or JSON."""
+    import yaml
+
+    from iowatt.output import choose_format, serialize, write_text
+    from iowatt.scenarios.derived import derived
+
+    chosen = choose_format(fmt if fmt is not None or (output is not None and str(output) != "-") else "yaml", output, ("yaml", "json"))
+    resolved, implied = loaded.model_dump(mode="json"), derived(loaded)
+    if chosen == "json":
+        write_text(serialize.to_json({"scenario": resolved, "derived": implied}), output)
+        return
+    comments = yaml.safe_dump({"derived": implied}, sort_keys=False).splitlines()
+    text = yaml.safe_dump(resolved, sort_keys=False) + "# values the scenario implies (not part of it):\n" + "".join(f"# {line}\n" for line in comments)
     write_text(text, output)
 
 

@@ -120,3 +120,24 @@ def check(scenario: ScenarioBase) -> None:
     """Raise ValueError (`field: expected ..., found ...`) when the scenario cannot exist."""
     check_bounds(scenario)
     check_capacity(scenario)
+
+
+# a field set in the file that makes an override of another field a no-op: (override, kind) -> the fields that win over it
+SHADOWS = {("workload.model", "checkpoint"): ("size", "parameters")}
+
+
+def check_overrides(data: dict[str, object], overrides: list[str] | tuple[str, ...]) -> None:
+    """A `--set` that the scenario's own fields would silently override is an error naming the fix."""
+    paths = {a.partition("=")[0].strip(): a.partition("=")[2].strip() for a in overrides}
+    workload = data.get("workload")
+    if not isinstance(workload, dict):
+        return
+    for (path, kind), winners in SHADOWS.items():
+        if path not in paths or workload.get("kind") != kind:
+            continue
+        shadowing = [f for f in winners if workload.get(f) is not None and f"workload.{f}" not in paths]
+        if shadowing:
+            stated = ", ".join(f"workload.{f} ({workload[f]})" for f in shadowing)
+            fix = " ".join(f"--set workload.{f}=null" for f in shadowing)
+            raise ValueError(f"--set {path}={paths[path]}: the scenario also sets {stated}, which takes precedence over the model preset, "
+                             f"so the model would be ignored; add {fix} to size the checkpoint from the model")

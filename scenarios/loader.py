@@ -223,6 +223,11 @@ def load(source: str | Path | dict[str, Any], overrides: list[str] | tuple[str, 
     else:
         path = resolve_path(str(source))
         data, origin = read_yaml(path), str(path)
+    stated = data
     for assignment in overrides:
         data = apply_set(data, assignment)
+    try:
+        checks.check_overrides(stated, overrides)
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
     return validate(data, origin)

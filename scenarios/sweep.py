@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from iowatt.scenarios import checks
 from iowatt.scenarios.loader import SYSTEM_SECTIONS, ScenarioError, apply_set, read_yaml, resolve_path, validate
 
 _HASH = re.compile(r"[0-9a-f]{64}")
@@ -215,8 +216,10 @@ def _resolve(sweep: Sweep, case: Case) -> tuple[Any, dict[str, Any] | None, str,
     """(validated scenario or None, its JSON-ready dict or None, hash, error)."""
     data = sweep.base
     try:
-        for assignment in [*sweep.overrides, *case.assignments()]:
+        assignments = [*sweep.overrides, *case.assignments()]
+        for assignment in assignments:
             data = apply_set(data, assignment)
+        checks.check_overrides(sweep.base, assignments)
         scenario = validate(data, f"{sweep.origin} case {case.index}")
     except (ScenarioError, ValueError) as error:
         return None, None, scenario_hash({"origin": sweep.origin, "overrides": sweep.overrides, "case": case.values}), str(error)
