@@ -40,7 +40,7 @@ from iowatt.simulator.flows import Constraint, FlowEngine, Meter
 from iowatt.simulator.hdd_runtime import HddRuntime
 from iowatt.simulator.ssd_runtime import SSDRuntime
 from iowatt.simulator.volumes import ClusterNode, ClusterVolume, NfsVolume, RaidVolume, ServerNode, StripedDrives
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, WithJsonSchema, field_validator, model_validator
 
 CatalogRef = str | dict[str, Any]
 
@@ -51,6 +51,11 @@ def _check_ref(kind: str, value: CatalogRef) -> CatalogRef:
     except catalog.CatalogError as error:
         raise ValueError(str(error)) from None
     return value
+
+
+# what parse_power_state accepts, for the JSON Schema: 0..31 or 'PS0'..'PS31' (any case)
+POWER_STATE_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 31},
+                                {"type": "string", "pattern": "^\\s*([Pp][Ss])?0*([0-9]|[12][0-9]|3[01])\\s*$"}]}
 
 
 def parse_power_state(value: Any) -> int:
@@ -113,7 +118,7 @@ class _DriveFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
-    power_state: int = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
+    power_state: Annotated[int, WithJsonSchema(POWER_STATE_SCHEMA)] = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity already holding data")
     layout_clusters: int = Field(
         default=1, ge=1, le=1024,
