@@ -67,4 +67,4 @@ def _standard(node: Any, any_string: bool = False) -> Any:
 def json_schema() -> dict[str, Any]:
     """The scenario file's JSON Schema (draft 2020-12): what `iowatt schema` prints and editors can validate against."""
     schema = _standard(scenario_model().model_json_schema())
-    return {"$schema": DIALECT, "$id": "https://iowatt.invalid/scenario.schema.json", "title": "iowatt scenario", **schema}
+    return {"$schema": DIALECT, **schema, "title": "iowatt scenario"}
