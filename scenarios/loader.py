@@ -66,13 +66,14 @@ def format_validation_error(error: ValidationError, origin: str) -> str:
     return header + "\n  " + "\n  ".join(lines)
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path, what: str = "scenario") -> dict[str, Any]:
+    """A YAML file holding a mapping (`what` names it in messages); duplicate keys are an error."""
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
+        raise ScenarioError(f"{path}: no such {what} file") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
-        raise ScenarioError(f"{path}: cannot read the scenario file ({error.__class__.__name__})") from None
+        raise ScenarioError(f"{path}: cannot read the {what} file ({error.__class__.__name__})") from None
     try:
         data = strict_yaml.load(text)
     except yaml.YAMLError as error:
@@ -81,7 +82,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ScenarioError(f"{path}: malformed YAML{where}: {problem}") from None
     if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: expected a mapping with `system` and `workload`, found {type(data).__name__}")
+        expected = "a mapping with `system` and `workload`" if what == "scenario" else "a mapping"
+        raise ScenarioError(f"{path}: expected {expected}, found {type(data).__name__}")
     return data
 
 
@@ -114,17 +116,17 @@ def _field_model(annotation: Any, value: Any = None) -> type[BaseModel] | None:
     return members[0]
 
 
-def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
-    """Walk the pydantic models along the path so a typo is reported by name."""
+def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
+    """Walk the pydantic models along the path so a typo is reported by name; True when the path holds a section (a model)."""
     model: type[BaseModel] | None = scenario_model()
     node: Any = data
     for depth, segment in enumerate(segments):
         if model is None:
-            return  # inside a free-form mapping (an inline spec); validation checks it later
+            return False  # inside a free-form mapping (an inline spec); validation checks it later
         if depth == 1 and segments[0] == "workload":
             kind = (data.get("workload") or {}).get("kind") if isinstance(data.get("workload"), dict) else None
             if kind not in workloads.kinds():
-                return
+                return False
             model = workloads.get(kind).params
         fields = model.model_fields
         if segment not in fields:
@@ -134,6 +136,17 @@ def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
             )
         node = node.get(segment) if isinstance(node, dict) else None
         model = _field_model(fields[segment].annotation, node)
+    return model is not None or segments == ["workload"]
+
+
+def _section_file(value: Any, assignment: str) -> Any:
+    """A section given as a YAML file (`storage=raid5.yaml`): its mapping; any other value as it is."""
+    if not (isinstance(value, str) and value.strip().endswith((".yaml", ".yml"))):
+        return value
+    try:
+        return read_yaml(Path(value.strip()), what="section")
+    except ScenarioError as error:
+        raise ScenarioError(f"--set {assignment}: {error}") from None
 
 
 def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
@@ -154,7 +167,8 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
             raise ScenarioError(f"--set {assignment}: `{s}` is not a field name")
     if segments[0] in SYSTEM_SECTIONS:
         segments = ["system", *segments]
-    _check_path(data, [_SEGMENT.match(s).group(1) for s in segments], assignment)  # type: ignore[union-attr]
+    if _check_path(data, [_SEGMENT.match(s).group(1) for s in segments], assignment):  # type: ignore[union-attr]
+        value = _section_file(value, assignment)
     data = copy.deepcopy(data)
     node: Any = data
     for s in segments[:-1]:

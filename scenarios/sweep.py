@@ -90,12 +90,32 @@ def parse_axis(text: str, option: str, base: dict[str, Any] | None = None) -> tu
     key = key.strip()
     if not sep or not key:
         raise ScenarioError(f"{option} {text}: expected KEY=V1,V2,..., e.g. storage.power_state=PS0,PS1")
-    values = [v.strip() for v in raw.split(",")]
+    values = [v.strip() for v in split_values(raw)]
     if not raw.strip() or any(v == "" for v in values):
         raise ScenarioError(f"{option} {text}: expected a comma-separated list of values after '=', found {raw!r}")
     if base is not None:
         check_path(base, key, values[0], option, text)
     return key, values
+
+
+def split_values(raw: str) -> list[str]:
+    """`a,b,{k: 1, j: 2},[3, 4]` -> ['a', 'b', '{k: 1, j: 2}', '[3, 4]']: commas inside braces, brackets or quotes belong to the value."""
+    values, current, depth, quote = [], "", 0, ""
+    for char in raw:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            values.append(current)
+            current = ""
+            continue
+        current += char
+    return [*values, current]
 
 
 def parse_range(text: str, option: str = "--range", base: dict[str, Any] | None = None) -> tuple[str, float, float]:

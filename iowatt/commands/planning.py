@@ -175,7 +175,9 @@ def _failure(nodes: int | None, mtbf: float | None, restart: float) -> Any:
 @user_errors
 def compare(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
-    vary: Annotated[list[str], typer.Option("--vary", "-v", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross.")],
+    vary: Annotated[list[str], typer.Option("--vary", "-v", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross. "
+                                                               "A whole section may be a YAML file or an inline mapping: "
+                                                               "storage=local.yaml,raid5.yaml or storage={kind: raid, level: 5, ...}.")],
     cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists instead of pairing them.")] = False,
     set_: SetOption = None,
     nodes: NodesOption = None,
