@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from iowatt.app import App, OutputOption
 from iowatt.errors import user_errors
 
 if TYPE_CHECKING:
     from iowatt.scenarios.schema import ScenarioBase
 
-app = typer.Typer(
+app = App(
     name="iowatt",
     help="Simulate storage and energy in AI servers: checkpoints, data loaders, GNN loaders, fio, "
     "on GPUs, PCIe, SSDs, HDDs, arrays and clusters.",
@@ -22,17 +23,16 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-catalog_app = typer.Typer(help="Devices the simulator knows, with the provenance of every number.", no_args_is_help=True)
+catalog_app = App(help="Devices the simulator knows, with the provenance of every number.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 
 SetOption = Annotated[
     list[str] | None,
-    typer.Option("--set", "-s", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
+    typer.Option("--set", "-s", metavar="PATH=VALUE", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
 ]
 FormatOption = Annotated[
     str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal and json otherwise).")
 ]
-OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")]
 
 
 def _version(value: bool) -> None:

@@ -474,7 +474,7 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
         resolved, digest, invalid = resolved_cases[case.index]
         row = by_hash[digest]
         base = {k: sw_typed(v) for k, v in case.values.items()}
-        metrics = {k: v for k, v in row.items() if k not in ("case", "scenario_hash", "error", *case.values)}
+        metrics = {k: v for k, v in row.items() if k not in ("case", "scenario_hash", "sweep_id", "error", *case.values)}
         for interval in intervals:
             config = {**base, INTERVAL_KEY: interval, "error": row["error"], "scenario_hash": digest, "invalid": bool(invalid), **metrics}
             if resolved is None:

@@ -101,9 +101,15 @@ def test_process_pool_and_dask_local_cluster_give_identical_rows(tmp_path):
     spec = make_sweep()
     with sw.open_executor(jobs=2) as pool:
         pooled = sweep_to_file(spec, pool, tmp_path / "pool.csv", "csv")
+    import tempfile
+
+    system_scratch = Path(tempfile.gettempdir()) / "dask-scratch-space"
+    before = sorted(system_scratch.iterdir()) if system_scratch.exists() else None
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
         with sw.open_executor(address=cluster.scheduler_address) as executor:
             dasked = sweep_to_file(spec, executor, tmp_path / "dask.parquet", "parquet")
+    # the workers' scratch went to the test session's folder (tests/conftest.py), not the system's temporary folder
+    assert (sorted(system_scratch.iterdir()) if system_scratch.exists() else None) == before
     assert pooled.done == dasked.done == 6
     a, b = by_hash(pooled.rows), by_hash(dasked.rows)
     assert set(a) == set(b) and len(a) == 6

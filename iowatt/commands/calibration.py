@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
+from iowatt.app import App
 from iowatt.errors import UserError, user_errors
 
-collect_app = typer.Typer(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
+collect_app = App(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
 
 
 def _errors() -> tuple[type[Exception], ...]:
@@ -81,7 +82,8 @@ def collect_dlio(
     config: Annotated[Path | None, typer.Option("--config", help="A DLIO workload YAML to run (needs dlio_benchmark on PATH).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle directory to create (default: dlio-bundle-DATE).")] = None,
     override: Annotated[
-        list[str] | None, typer.Option("--override", help="Hydra override passed to DLIO with --config, e.g. ++workload.dataset.data_folder=/scratch/d")
+        list[str] | None,
+        typer.Option("--override", metavar="KEY=VALUE", help="Hydra override passed to DLIO with --config, e.g. ++workload.dataset.data_folder=/scratch/d"),
     ] = None,
 ) -> None:
     """Ingest a DLIO output folder, or run DLIO, into a trace bundle."""
@@ -171,6 +173,8 @@ def validate(
     """Predict measurements and print predicted vs measured with the error."""
     from iowatt.output import choose_format, write_text
 
+    if bundle_path is not None and table is not None:
+        raise UserError(f"TABLE {table} and --bundle {bundle_path}: expected one of them (a validation table, or a bundle with --profile), found both")
     if bundle_path is None:
         if table is None:
             raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")

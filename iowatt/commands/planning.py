@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from iowatt.app import OutputOption
 from iowatt.errors import UserError, user_errors
 
 if TYPE_CHECKING:
@@ -16,11 +17,10 @@ if TYPE_CHECKING:
     from iowatt.output.rows import RowFile
     from iowatt.scenarios.sweep import Case, Sweep, SweepResult
 
-SetOption = Annotated[list[str] | None, typer.Option("--set", "-s", help="Fixed override PATH=VALUE for every case (repeatable).")]
+SetOption = Annotated[list[str] | None, typer.Option("--set", "-s", metavar="PATH=VALUE", help="Fixed override PATH=VALUE for every case (repeatable).")]
 FormatOption = Annotated[
     str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal, json otherwise).")
 ]
-OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")]
 NodesOption = Annotated[int | None, typer.Option("--nodes", help="Failure model: nodes in the job (enables goodput metrics).")]
 MtbfOption = Annotated[float | None, typer.Option("--node-mtbf-hours", help="Failure model: mean time between failures of one node, hours.")]
 RestartOption = Annotated[float, typer.Option("--restart-seconds", help="Failure model: time to restart the job after a failure.")]
@@ -40,9 +40,15 @@ def register(app: typer.Typer) -> None:
 def sweep(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML (or library name), or a sweep YAML with scenario/grid/random.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Results file: .csv or .parquet; rows are added as they finish.")],
-    grid: Annotated[list[str] | None, typer.Option("--grid", "-g", help="Axis KEY=V1,V2,... (same paths as --set); full factorial (repeatable).")] = None,
+    grid: Annotated[
+        list[str] | None,
+        typer.Option("--grid", "-g", metavar="KEY=V1,V2,...", help="Axis KEY=V1,V2,... (same paths as --set); full factorial (repeatable)."),
+    ] = None,
     random_: Annotated[int | None, typer.Option("--random", help="Draw N random cases instead of the full factorial.")] = None,
-    range_: Annotated[list[str] | None, typer.Option("--range", help="Random axis KEY=LO:HI, uniform (integers when both ends are) (repeatable).")] = None,
+    range_: Annotated[
+        list[str] | None,
+        typer.Option("--range", metavar="KEY=LO:HI", help="Random axis KEY=LO:HI, uniform (integers when both ends are) (repeatable)."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --random draws.")] = 0,
     set_: SetOption = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes (default: CPU count; 0 = run in this process).")] = None,
@@ -175,9 +181,11 @@ def _failure(nodes: int | None, mtbf: float | None, restart: float) -> Any:
 @user_errors
 def compare(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
-    vary: Annotated[list[str], typer.Option("--vary", "-v", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross. "
-                                                               "A whole section may be a YAML file or an inline mapping: "
-                                                               "storage=local.yaml,raid5.yaml or storage={kind: raid, level: 5, ...}.")],
+    vary: Annotated[
+        list[str],
+        typer.Option("--vary", "-v", metavar="KEY=V1,V2,...", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross. "
+                     "A whole section may be a YAML file or an inline mapping: storage=local.yaml,raid5.yaml or storage={kind: raid, level: 5, ...}."),
+    ],
     cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists instead of pairing them.")] = False,
     set_: SetOption = None,
     nodes: NodesOption = None,
@@ -292,7 +300,7 @@ def plan(
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios.sweep import open_executor
 
-    chosen = choose_format(fmt, output, ("table", "json"))
+    chosen = choose_format(fmt, output, ("table", "json", "csv"))
     spec = pl.load_spec(spec_file)
     with open_executor(jobs, address, scheduler_file) as executor:
         result = pl.search(spec, executor)
@@ -316,6 +324,12 @@ def plan(
             "configurations": result.configs,
         }
         write_text(json.dumps(document, indent=2, default=str) + "\n", output)
+        return
+    if chosen == "csv":  # one row per configuration, as in the JSON's `configurations`; lists joined with '; '
+        from iowatt.output.serialize import to_csv
+
+        rows = [{k: "; ".join(map(str, v)) if isinstance(v, list) else v for k, v in c.items()} for c in result.configs]
+        write_text(to_csv(rows), output)
         return
     write_text(_plan_text(result, ranked[:top], front, cost_axis, rejected), output)
 
