@@ -23,8 +23,6 @@ app = App(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-catalog_app = App(help="Devices the simulator knows, with the provenance of every number.", no_args_is_help=True)
-app.add_typer(catalog_app, name="catalog")
 
 SetOption = Annotated[
     list[str] | None,
@@ -158,72 +156,6 @@ def schema(output: OutputOption = None) -> None:
     from iowatt.scenarios.schema import json_schema
 
     write_text(json.dumps(json_schema(), indent=2) + "\n", output)
-
-
-@catalog_app.command("list")
-@user_errors
-def catalog_list(
-    kind: Annotated[str | None, typer.Option("--kind", "-k", help="Only this family: ssd, hdd, gpu, cpu, ...")] = None,
-    fmt: FormatOption = None,
-) -> None:
-    """List catalog entries with counts of datasheet / measured / calibrated / assumed values."""
-    from iowatt.models import catalog
-    from iowatt.output import choose_format, serialize, tables, write_text
-
-    entries = catalog.entries(kind)
-    if kind is not None and not entries:
-        known = sorted({e.kind for e in catalog.entries()})
-        raise catalog.CatalogError(f"--kind: expected one of {', '.join(known)}, found {kind!r}")
-    rows = [
-        {"kind": e.kind, "name": e.name, "model": getattr(e.spec, "model", ""), **e.provenance_counts()} for e in entries
-    ]
-    chosen = choose_format(fmt, None, ("table", "json", "csv"))
-    if chosen == "json":
-        write_text(serialize.to_json(rows), None)
-    elif chosen == "csv":
-        write_text(serialize.to_csv(rows), None)
-    else:
-        columns = ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed")
-        table = tables.Table(columns, [[str(row[c]) for c in columns] for row in rows], title="iowatt catalog (value counts by provenance)",
-                             right=frozenset(columns[3:]))
-        write_text(tables.render([table], width=120), None)
-
-
-@catalog_app.command("show")
-@user_errors
-def catalog_show(
-    name: Annotated[str, typer.Argument(help="Catalog name or alias, e.g. micron-6550-ion.")],
-    fmt: FormatOption = None,
-) -> None:
-    """Show one entry: every value with where it comes from."""
-    import json
-
-    from iowatt.models import catalog
-    from iowatt.output import choose_format, write_text
-
-    entry = catalog.find(name)
-    values = entry.spec.model_dump(mode="json")
-    chosen = choose_format(fmt, None, ("table", "json"))
-    if chosen == "json":
-        document = {
-            "kind": entry.kind,
-            "name": entry.name,
-            "aliases": list(entry.aliases),
-            "values": values,
-            "provenance": {k: v.model_dump() for k, v in entry.provenance.items()},
-        }
-        write_text(json.dumps(document, indent=2) + "\n", None)
-        return
-    from iowatt.output import tables
-
-    rows = []
-    for field, value in values.items():
-        prov = entry.provenance.get(field)
-        rows.append([field, json.dumps(value) if not isinstance(value, str) else value, prov.p if prov else "",
-                     "; ".join(x for x in (prov.src, prov.note) if x) if prov else ""])
-    table = tables.Table(("field", "value", "provenance", "source / reasoning"), rows,
-                         title=f"{entry.kind} {entry.name} ({', '.join(entry.aliases) or 'no aliases'})")
-    write_text(tables.render([table], width=140), None)
 
 
 def _register_extensions() -> None:

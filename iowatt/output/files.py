@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-EXTENSIONS = {".json": "json", ".csv": "csv", ".txt": "table", ".parquet": "parquet", ".yaml": "yaml", ".yml": "yaml"}
+EXTENSIONS = {".json": "json", ".csv": "csv", ".txt": "table", ".parquet": "parquet", ".yaml": "yaml", ".yml": "yaml", ".md": "markdown"}
 STDOUT = "-"
 
 TargetKind = Literal["stdout", "new", "regular", "stream"]
