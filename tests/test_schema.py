@@ -111,7 +111,8 @@ def doc_assignments() -> list[str]:
                     key, _, values = value.partition("=")
                     found += [f"{key}={v}" for v in values.split(",")]
     real = re.compile(r"[a-z][a-z0-9_.\[\]]*=[^`]+")  # leaves out placeholders (KEY=V1) and table cells
-    return sorted({a for a in found if real.fullmatch(a)})
+    # section files (storage=raid5.yaml) are the user's own files, not values the schema can see
+    return sorted({a for a in found if real.fullmatch(a) and not a.endswith((".yaml", ".yml"))})
 
 
 DOC_ASSIGNMENTS = doc_assignments()

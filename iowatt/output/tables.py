@@ -70,8 +70,13 @@ def result_tables(document: Mapping[str, object]) -> list[Table]:
     """A run's result document (`iowatt run -f json`): its metrics, then its energy by component."""
     title = str(document.get("name") or "iowatt result")
     metrics = document.get("metrics")
+    units = document.get("units")
     rows = [[str(k), format_number(v)] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
-    tables = [Table(["metric", "value"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    if isinstance(units, Mapping) and units:  # names that do not say their unit (DLIO's MB/s is MiB/s)
+        rows = [[*row, str(units.get(row[0], ""))] for row in rows]
+        tables = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    else:
+        tables = [Table(["metric", "value"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
     energy = document.get("energy")
     components = energy.get("components") if isinstance(energy, Mapping) else None
     if isinstance(components, Mapping) and components:

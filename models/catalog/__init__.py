@@ -145,7 +145,9 @@ def lookup(kind: str, name: str) -> CatalogEntry:
 
 
 def find(name: str) -> CatalogEntry:
-    """Look a name up in every family (for `iowatt catalog show`)."""
+    """Look a name up in every family (for `iowatt catalog show`); `profile:PATH` reads a calibrated profile."""
+    if name.startswith(PROFILE_PREFIX):
+        return load_file("ssd", Path(name.removeprefix(PROFILE_PREFIX)).expanduser())
     _, names = _load()
     for key, target in names.items():
         if key.split(":", 1)[1] == name.lower():
