@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 from iowatt.models import strict_yaml
+from iowatt.models.catalog.defaults import defaults_for
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.provenance import KINDS, Provenance, unwrap
 from iowatt.models.ssd import SSDSpec
@@ -66,6 +67,7 @@ def _parse_file(path: Path) -> list[CatalogEntry]:
         try:
             plain, record = unwrap(fields)
             spec = spec_type.model_validate({"name": name, **plain})
+            record = {**defaults_for(kind, set(plain)), **record}  # a default value carries its own provenance
         except (ValidationError, ValueError) as error:
             raise CatalogError(f"{path.name}: entry {name!r} is invalid: {error}") from None
         entries.append(CatalogEntry(name, kind, spec, record, aliases, path.name))
