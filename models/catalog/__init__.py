@@ -164,6 +164,8 @@ def spec_from(kind: str, value: Any) -> BaseModel:
         return lookup(kind, value).spec
     if isinstance(value, dict):
         if "base" in value:
+            if not isinstance(value["base"], str):
+                raise ValueError(f"base: expected a {kind} catalog name, found {value['base']!r}")
             base = lookup(kind, value["base"]).spec.model_dump()
             overrides = {k: v for k, v in value.items() if k != "base"}
             return spec_type.model_validate({**base, **overrides})
