@@ -158,25 +158,30 @@ def collect(
         tools={"iowatt": _iowatt_version(), "fio": fio_version(fio), "python": sys.version.split()[0]},
         plan=plan.name,
         repeat=repeat,
-        target={
-            "path": str(target.path),
-            "fio_filename": str(target.fio_filename),
-            "raw_device": target.raw_device,
-            "device": info["block_device"].get("name"),
-            "model": info["block_device"].get("model"),
-            "filesystem": target.backing.filesystem,
-            "mount_point": target.backing.mount_point,
-            "backing_device": target.backing.device,
-            "backing_device_kind": target.backing.device_kind,
-            "runtime_s": plan.runtime_s,
-            "ramp_s": plan.ramp_s,
-            "size": plan.size,
-            "ioengine": plan.ioengine,
-        },
+        target=_target_record(target, plan, info),
         power_sources={k: bundle.PowerSource(available=bool(v["available"]), detail=str(v["detail"])) for k, v in source_record.items()},
         jobs=list(jobs.values()),
     )
     return bundle.finalize(out, manifest)
+
+
+def _target_record(target: Target, plan: Plan, info: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's `target`: what was measured (file or device, its filesystem and backing device) and how."""
+    return {
+        "path": str(target.path),
+        "fio_filename": str(target.fio_filename),
+        "raw_device": target.raw_device,
+        "device": info["block_device"].get("name"),
+        "model": info["block_device"].get("model"),
+        "filesystem": target.backing.filesystem,
+        "mount_point": target.backing.mount_point,
+        "backing_device": target.backing.device,
+        "backing_device_kind": target.backing.device_kind,
+        "runtime_s": plan.runtime_s,
+        "ramp_s": plan.ramp_s,
+        "size": plan.size,
+        "ioengine": plan.ioengine,
+    }
 
 
 def _iowatt_version() -> str:

@@ -23,13 +23,11 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import random
 import re
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,65 +319,6 @@ def _typed(text: str) -> Any:
     except yaml.YAMLError:
         return text
     return value if isinstance(value, int | float | str | bool) else text
-
-
-# --- executors -----------------------------------------------------------------------------
-
-
-class InlineExecutor(Executor):
-    """Runs each call at submit time, in this process (--jobs 0; handy for debugging)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as error:
-            future.set_exception(error)
-        return future
-
-
-@contextmanager
-def open_executor(
-    jobs: int | None = None, address: str | None = None, scheduler_file: str | None = None, connect_timeout: float = 10.0
-) -> Iterator[Executor]:
-    """ProcessPoolExecutor(jobs), or a Dask cluster's executor when an address / scheduler file is given.
-
-    `connect_timeout` (s): how long to wait for the scheduler; 10 s covers a
-    scheduler that is still starting on a busy node."""
-    if address and scheduler_file:
-        raise ScenarioError("--address and --scheduler-file: give one or the other")
-    if scheduler_file and not Path(scheduler_file).is_file():
-        # dask.distributed waits for the file to appear, forever: a missing file is a mistake, not a scheduler still starting
-        raise ScenarioError(
-            f"--scheduler-file {scheduler_file}: no such file; start the scheduler first (`dask scheduler --scheduler-file {scheduler_file}`)"
-        )
-    if address or scheduler_file:
-        try:
-            from distributed import Client
-        except ImportError:
-            raise ScenarioError("--address/--scheduler-file need dask.distributed: pip install 'iowatt[distributed]'") from None
-        try:
-            timeout = f"{connect_timeout}s"
-            client = Client(address, timeout=timeout) if address else Client(scheduler_file=scheduler_file, timeout=timeout)
-        except (OSError, TimeoutError, ValueError) as error:
-            option = f"--address {address}" if address else f"--scheduler-file {scheduler_file}"
-            raise ScenarioError(f"{option}: cannot reach the Dask scheduler ({error})") from None
-        try:
-            executor = client.get_executor()
-            executor.iowatt_workers = max(1, sum(client.nthreads().values()))  # type: ignore[attr-defined]  # chunking hint
-            yield executor
-        finally:
-            client.close()
-        return
-    jobs = (os.cpu_count() or 1) if jobs is None else jobs
-    if jobs < 0:
-        raise ScenarioError(f"--jobs: expected >= 0, found {jobs}")
-    if jobs == 0:
-        yield InlineExecutor()
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pool.iowatt_workers = jobs  # type: ignore[attr-defined]  # chunking hint
-        yield pool
 
 
 # --- the sweep -----------------------------------------------------------------------------

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from iowatt.models import catalog
 from iowatt.scenarios import plan as pl
+from iowatt.scenarios.executors import InlineExecutor
 from iowatt.scenarios.loader import ScenarioError, apply_set, read_yaml, validate
 from iowatt.scenarios.run import run_scenario
-from iowatt.scenarios.sweep import InlineExecutor
 from typer.testing import CliRunner
 
 from iowatt.cli import app

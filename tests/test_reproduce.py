@@ -75,7 +75,7 @@ CHEAP = ["micron_6550ion_vs_p5336", "micron_9550_gnn_bam", "storagereview_ckpt_f
 
 def reproduce(names: list[str], out: Path) -> tuple[str, list[Path]]:
     """What `iowatt reproduce NAMES --out OUT --jobs 0` does, returning (stdout text, files written)."""
-    from iowatt.scenarios.sweep import InlineExecutor
+    from iowatt.scenarios.executors import InlineExecutor
 
     return present(rp.run_studies(rp.load_studies(names), InlineExecutor()), out, " ".join(names))
 

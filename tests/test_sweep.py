@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from iowatt.scenarios import sweep as sw
+from iowatt.scenarios.executors import InlineExecutor, open_executor
 from iowatt.scenarios.loader import ScenarioError, validate
 from iowatt.scenarios.run import run_scenario
 from typer.testing import CliRunner
@@ -81,7 +82,7 @@ def test_bad_axis_names_the_option_and_the_field():
 
 def test_each_row_equals_an_independent_single_run():
     spec = make_sweep()
-    result = sw.run_sweep(spec, sw.InlineExecutor())
+    result = sw.run_sweep(spec, InlineExecutor())
     assert result.done == 6 and result.failed == 0 and not result.lost
     for row in result.rows:
         data = spec.base
@@ -99,14 +100,14 @@ def test_each_row_equals_an_independent_single_run():
 def test_process_pool_and_dask_local_cluster_give_identical_rows(tmp_path):
     distributed = pytest.importorskip("distributed")
     spec = make_sweep()
-    with sw.open_executor(jobs=2) as pool:
+    with open_executor(jobs=2) as pool:
         pooled = sweep_to_file(spec, pool, tmp_path / "pool.csv", "csv")
     import tempfile
 
     system_scratch = Path(tempfile.gettempdir()) / "dask-scratch-space"
     before = sorted(system_scratch.iterdir()) if system_scratch.exists() else None
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
-        with sw.open_executor(address=cluster.scheduler_address) as executor:
+        with open_executor(address=cluster.scheduler_address) as executor:
             dasked = sweep_to_file(spec, executor, tmp_path / "dask.parquet", "parquet")
     # the workers' scratch went to the test session's folder (tests/conftest.py), not the system's temporary folder
     assert (sorted(system_scratch.iterdir()) if system_scratch.exists() else None) == before
@@ -132,7 +133,7 @@ def test_process_pool_and_dask_local_cluster_give_identical_rows(tmp_path):
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_resume_after_an_interruption_has_no_duplicate_and_no_missing_row(tmp_path, fmt):
     spec = make_sweep()
-    full = sw.run_sweep(spec, sw.InlineExecutor())
+    full = sw.run_sweep(spec, InlineExecutor())
     out = tmp_path / f"sweep.{fmt}"
     # the interrupted run: two finished rows on disk, and for CSV half of a third row
     partial = RowFile(out, fmt)
@@ -143,7 +144,7 @@ def test_resume_after_an_interruption_has_no_duplicate_and_no_missing_row(tmp_pa
     if fmt == "csv":
         with out.open("a") as handle:
             handle.write(f"{full.rows[2]['case']},micron-6550-ion,PS2,{full.rows[2]['scenario_hash'][:20]}")
-    resumed = sweep_to_file(spec, sw.InlineExecutor(), out, fmt, resume=True)
+    resumed = sweep_to_file(spec, InlineExecutor(), out, fmt, resume=True)
     assert resumed.skipped == 2 and resumed.done == 4
     rows = on_disk(out)
     hashes = [r["scenario_hash"] for r in rows]
@@ -155,14 +156,14 @@ def test_resume_after_an_interruption_has_no_duplicate_and_no_missing_row(tmp_pa
             reference[row["scenario_hash"]]["save_checkpoint_duration_mean_seconds"], rel=1e-12
         )
     # resuming a finished sweep runs nothing
-    again = sweep_to_file(spec, sw.InlineExecutor(), out, fmt, resume=True)
+    again = sweep_to_file(spec, InlineExecutor(), out, fmt, resume=True)
     assert again.done == 0 and again.skipped == 6
 
 
 def test_invalid_case_and_raising_run_become_error_rows(monkeypatch):
     # PS5 does not exist on the P5336 (3 states): a validation error row; the 6550 has 8 states
     spec = make_sweep(["storage.device=micron-6550-ion,solidigm-d5-p5336", "storage.power_state=PS5"])
-    result = sw.run_sweep(spec, sw.InlineExecutor())
+    result = sw.run_sweep(spec, InlineExecutor())
     rows = {r["storage.device"]: r for r in result.rows}
     assert rows["micron-6550-ion"]["error"] == ""
     assert "PS5" in rows["solidigm-d5-p5336"]["error"] and "save_checkpoint_duration_mean_seconds" not in rows["solidigm-d5-p5336"]
@@ -178,14 +179,14 @@ def test_invalid_case_and_raising_run_become_error_rows(monkeypatch):
         return real(scenario, *args, **kwargs)
 
     monkeypatch.setattr(iowatt.scenarios.run, "run_scenario", flaky)
-    result = sw.run_sweep(make_sweep(), sw.InlineExecutor())
+    result = sw.run_sweep(make_sweep(), InlineExecutor())
     failed = [r for r in result.rows if r["error"]]
     assert len(failed) == 2 and all(r["storage.power_state"] == "PS1" for r in failed)
     assert all(r["error"] == "RuntimeError: simulated crash in the model" for r in failed)
     assert result.failed == 2 and result.done == 6
 
 
-class DyingExecutor(sw.InlineExecutor):
+class DyingExecutor(InlineExecutor):
     """Runs cases in this process, but the worker of the `dies_at`-th submission dies (as BrokenProcessPool reports it)."""
 
     def __init__(self, dies_at: int) -> None:
@@ -206,7 +207,7 @@ def test_a_dying_worker_loses_no_finished_row(tmp_path):
     result = sweep_to_file(spec, DyingExecutor(dies_at=3), out, "csv", chunk_size=1)
     assert len(result.lost) == 1 and result.done == 5
     assert len(on_disk(out)) == 5
-    resumed = sweep_to_file(spec, sw.InlineExecutor(), out, "csv", resume=True)
+    resumed = sweep_to_file(spec, InlineExecutor(), out, "csv", resume=True)
     assert resumed.done == 1 and resumed.skipped == 5
     rows = on_disk(out)
     assert len({r["scenario_hash"] for r in rows}) == 6
@@ -240,7 +241,7 @@ def test_sweep_file_and_cli(tmp_path):
 def test_unreachable_scheduler_is_a_clear_error():
     pytest.importorskip("distributed")
     with pytest.raises(ScenarioError, match=r"--address tcp://127\.0\.0\.1:1: cannot reach the Dask scheduler"):
-        with sw.open_executor(address="tcp://127.0.0.1:1", connect_timeout=0.5):
+        with open_executor(address="tcp://127.0.0.1:1", connect_timeout=0.5):
             pass
 
 
@@ -271,7 +272,7 @@ def test_a_real_worker_death_keeps_the_finished_rows_and_resume_completes(tmp_pa
     written = {r["scenario_hash"] for r in on_disk(out)}
     assert written == {r["scenario_hash"] for r in result.rows}  # every finished row reached the file
     monkeypatch.setattr(sw, "run_cases", _real_run_cases)
-    resumed = sweep_to_file(spec, sw.InlineExecutor(), out, "csv", resume=True)
+    resumed = sweep_to_file(spec, InlineExecutor(), out, "csv", resume=True)
     assert resumed.skipped == result.done and resumed.done == len(result.lost)
     hashes = [r["scenario_hash"] for r in on_disk(out)]
     assert len(hashes) == len(set(hashes)) == 6

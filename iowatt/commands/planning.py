@@ -62,6 +62,7 @@ def sweep(
     Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
     (every case is an invalid scenario, an axis is given twice, a bad option). A progress bar goes to stderr when it is a terminal."""
     from iowatt.scenarios import sweep as sw
+    from iowatt.scenarios.executors import open_executor
 
     chosen = fmt or {".csv": "csv", ".parquet": "parquet"}.get(output.suffix.lower())
     if chosen not in ("csv", "parquet"):
@@ -79,7 +80,7 @@ def sweep(
     if random_ is not None:
         spec.samples, spec.seed = random_, seed
     cases = sw.expand(spec)
-    with sw.open_executor(jobs, address, scheduler_file) as executor:
+    with open_executor(jobs, address, scheduler_file) as executor:
         result = sweep_to_file(spec, executor, output, chosen, resume=resume, cases=cases)
     _sweep_verdict(result, output)
 
@@ -298,7 +299,7 @@ def plan(
 
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios import plan as pl
-    from iowatt.scenarios.sweep import open_executor
+    from iowatt.scenarios.executors import open_executor
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     spec = pl.load_spec(spec_file)

@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         from iowatt.output import figures
         from iowatt.output.progress import ProgressBar
         from iowatt.scenarios import reproduce as rp
-        from iowatt.scenarios.sweep import open_executor
+        from iowatt.scenarios.executors import open_executor
 
         every = study == "all"
         studies = rp.load_studies(list(rp.study_files()) if every else [study])
