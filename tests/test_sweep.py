@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import os
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -102,15 +103,13 @@ def test_process_pool_and_dask_local_cluster_give_identical_rows(tmp_path):
     spec = make_sweep()
     with open_executor(jobs=2) as pool:
         pooled = sweep_to_file(spec, pool, tmp_path / "pool.csv", "csv")
-    import tempfile
-
-    system_scratch = Path(tempfile.gettempdir()) / "dask-scratch-space"
-    before = sorted(system_scratch.iterdir()) if system_scratch.exists() else None
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:  # where the workers keep their scratch files
+            scratch = client.run(lambda dask_worker: dask_worker.local_directory)
         with open_executor(address=cluster.scheduler_address) as executor:
             dasked = sweep_to_file(spec, executor, tmp_path / "dask.parquet", "parquet")
-    # the workers' scratch went to the test session's folder (tests/conftest.py), not the system's temporary folder
-    assert (sorted(system_scratch.iterdir()) if system_scratch.exists() else None) == before
+    # the test session's folder (tests/conftest.py), not dask-scratch-space in the system's temporary folder
+    assert scratch and all(d.startswith(os.environ["DASK_TEMPORARY_DIRECTORY"]) for d in scratch.values()), scratch
     assert pooled.done == dasked.done == 6
     a, b = by_hash(pooled.rows), by_hash(dasked.rows)
     assert set(a) == set(b) and len(a) == 6
