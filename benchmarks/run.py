@@ -460,7 +460,8 @@ def row_cli(repeat: int) -> dict[str, Any]:
 def _sweep_api(count: int, jobs: int) -> tuple[float, int, int]:
     """(seconds including pool start-up, cases done, cases failed) through scenarios.sweep."""
     import sweep as cases
-    from iowatt.scenarios.sweep import Sweep, load_base, open_executor, run_sweep
+    from iowatt.scenarios.executors import open_executor
+    from iowatt.scenarios.sweep import Sweep, load_base, run_sweep
 
     base, origin = load_base(cases.LIBRARY_SCENARIO)
     began = time.perf_counter()

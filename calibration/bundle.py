@@ -102,10 +102,15 @@ def new_id() -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    from iowatt.simulator.report import to_csv  # the same CSV shape as `iowatt run --format csv`
-
+    """A table of the bundle: a header of every key of every row (in order of first appearance), then one line per row."""
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_csv(rows))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n", restval="")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import yaml
 from iowatt.calibration.fioparse import FioParseError, size_bytes
+from iowatt.models import strict_yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 RW = Literal["randread", "randwrite", "read", "write", "randrw"]
@@ -134,7 +135,7 @@ def load_plan(spec: str) -> Plan:
     if not path.is_file():
         raise PlanError(f"--plan: expected quick, standard or a plan file, found {spec!r} (no such file)")
     try:
-        raw = yaml.safe_load(path.read_text()) if path.suffix.lower() in (".yaml", ".yml") else json.loads(path.read_text())
+        raw = strict_yaml.load(path.read_text()) if path.suffix.lower() in (".yaml", ".yml") else json.loads(path.read_text())
     except (yaml.YAMLError, json.JSONDecodeError) as error:
         raise PlanError(f"--plan {path}: cannot parse ({error})") from None
     if not isinstance(raw, dict):

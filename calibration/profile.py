@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 from iowatt.calibration.fit import FitResult
+from iowatt.models import strict_yaml
 from iowatt.models.provenance import unwrap
 
 FORMAT = "iowatt-profile"
@@ -174,7 +175,7 @@ def load(path: Path) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
     if not path.is_file():
         raise ProfileError(f"--profile {path}: no such file")
     try:
-        document = yaml.safe_load(path.read_text())
+        document = strict_yaml.load(path.read_text())
     except yaml.YAMLError as error:
         raise ProfileError(f"--profile {path}: not valid YAML ({error})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:

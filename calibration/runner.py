@@ -1,44 +1,28 @@
 """`iowatt collect fio`: run a plan of fio jobs on a target and write a trace bundle.
 
-Safety: the target is a directory (a test file is created inside it and
-removed afterwards), a file path (created and removed when new; an existing
-file is overwritten only with --destructive), or a block device, which is
-refused unless --destructive and --serial SERIAL match the device and no
-filesystem on it is mounted.  fio writes only to that one file or device.
+Safety (`calibration.target`): the target is checked before anything runs
+(memory-backed filesystems and devices, raw devices without --destructive and
+--serial, mounted filesystems are refused), and fio writes only to that one
+file or device.  The bundle records the target's filesystem and backing device.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import shutil
-import stat
 import statistics
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from iowatt.calibration import bundle, inventory, power
 from iowatt.calibration.fioparse import parse_file
 from iowatt.calibration.plan import FioJob, Plan
+from iowatt.calibration.target import TEST_FILE, CollectError, Target, resolve_target
 
-TEST_FILE = "iowatt-fio.testfile"
-
-
-class CollectError(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Target:
-    path: Path  # what the user named
-    fio_filename: Path  # the file or device fio opens
-    created: bool  # we created fio_filename and remove it afterwards
-    raw_device: bool
-
+__all__ = ["TEST_FILE", "CollectError", "collect", "fio_args", "resolve_target"]
 
 def find_fio() -> str:
     found = shutil.which("fio")
@@ -52,62 +36,6 @@ def fio_version(fio: str) -> str:
         return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-
-
-def _mounted_partitions(device: str) -> list[str]:
-    names = {device}
-    base = inventory.SYS_BLOCK / device
-    if base.is_dir():
-        names |= {p.name for p in base.iterdir() if (p / "partition").exists()}
-    found = []
-    for source, point, _ in inventory.mounts():
-        if source.startswith("/dev/") and Path(source).name in names:
-            found.append(f"{source} on {point}")
-        elif source.startswith("/dev/") and os.path.exists(source):
-            real = Path(source).resolve().name
-            if real in names:
-                found.append(f"{source} on {point}")
-    return found
-
-
-def resolve_target(path: Path, destructive: bool, serial: str | None, out: Path | None = None) -> Target:
-    if not path.exists():
-        parent = path.parent if str(path.parent) else Path(".")
-        if path.is_symlink() or not parent.is_dir():
-            raise CollectError(f"--target {path}: no such file or directory")
-        return Target(path, path, created=True, raw_device=False)
-    real = path.resolve()
-    mode = real.stat().st_mode
-    if stat.S_ISDIR(mode):
-        if not os.access(real, os.W_OK):
-            raise CollectError(f"--target {path}: the directory is not writable")
-        test_file = real / TEST_FILE
-        if test_file.exists():
-            raise CollectError(f"--target {path}: {test_file} already exists (left by an interrupted run?); remove it first")
-        return Target(path, test_file, created=True, raw_device=False)
-    if stat.S_ISREG(mode):
-        if not destructive:
-            raise CollectError(
-                f"--target {path}: the file exists and write jobs would overwrite it; give a directory or a new file name, or pass --destructive"
-            )
-        return Target(path, real, created=False, raw_device=False)
-    if stat.S_ISBLK(mode):
-        name = real.name
-        disk = inventory.block_device_of(real) or name
-        mounted = _mounted_partitions(disk) + ([] if disk == name else _mounted_partitions(name))
-        actual = inventory.device_serial(disk)
-        if not destructive or serial is None:
-            raise CollectError(
-                f"--target {path}: a raw block device; fio would write to it directly and destroy its data. "
-                f"Refused unless --destructive and --serial {actual or 'SERIAL'} (the device's serial) are both given"
-                + (f"; it also holds a mounted filesystem ({', '.join(mounted)})" if mounted else "")
-            )
-        if actual is None or serial.strip() != actual.strip():
-            raise CollectError(f"--target {path}: --serial {serial!r} does not match the device's serial {actual!r}; refused")
-        if mounted:
-            raise CollectError(f"--target {path}: holds a mounted filesystem ({', '.join(mounted)}); unmount it first, or give a directory on it")
-        return Target(path, real, created=False, raw_device=True)
-    raise CollectError(f"--target {path}: expected a directory, a file or a block device, found another kind of file")
 
 
 def _check_space(target: Target, plan: Plan) -> None:
@@ -177,9 +105,11 @@ def collect(
     if not target.raw_device and (out_real == target.fio_filename or out_real.is_relative_to(target.fio_filename)):
         raise CollectError(f"--out {out}: must not be the fio test file")
     _check_space(target, plan)
-    say = progress or (lambda text: print(text, file=sys.stderr))
+    say = progress or (lambda _text: None)  # the command line passes a printer; this layer never prints
 
+    say(f"target {target.path}: {target.backing.describe()}")
     info = inventory.collect(target.path)
+    info["backing"] = target.backing.record()
     nvme_states = [s["max_W"] for s in info["nvme"].get("power_states", [])] if info["nvme"].get("available") else None
     sources, source_record = power.detect(info["block_device"].get("name"), nvme_states)
     out.mkdir(parents=True, exist_ok=True)
@@ -228,22 +158,30 @@ def collect(
         tools={"iowatt": _iowatt_version(), "fio": fio_version(fio), "python": sys.version.split()[0]},
         plan=plan.name,
         repeat=repeat,
-        target={
-            "path": str(target.path),
-            "fio_filename": str(target.fio_filename),
-            "raw_device": target.raw_device,
-            "device": info["block_device"].get("name"),
-            "model": info["block_device"].get("model"),
-            "filesystem": info["filesystem"].get("type"),
-            "runtime_s": plan.runtime_s,
-            "ramp_s": plan.ramp_s,
-            "size": plan.size,
-            "ioengine": plan.ioengine,
-        },
+        target=_target_record(target, plan, info),
         power_sources={k: bundle.PowerSource(available=bool(v["available"]), detail=str(v["detail"])) for k, v in source_record.items()},
         jobs=list(jobs.values()),
     )
     return bundle.finalize(out, manifest)
+
+
+def _target_record(target: Target, plan: Plan, info: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's `target`: what was measured (file or device, its filesystem and backing device) and how."""
+    return {
+        "path": str(target.path),
+        "fio_filename": str(target.fio_filename),
+        "raw_device": target.raw_device,
+        "device": info["block_device"].get("name"),
+        "model": info["block_device"].get("model"),
+        "filesystem": target.backing.filesystem,
+        "mount_point": target.backing.mount_point,
+        "backing_device": target.backing.device,
+        "backing_device_kind": target.backing.device_kind,
+        "runtime_s": plan.runtime_s,
+        "ramp_s": plan.ramp_s,
+        "size": plan.size,
+        "ioengine": plan.ioengine,
+    }
 
 
 def _iowatt_version() -> str:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from iowatt.app import App, OutputOption
 from iowatt.errors import UserError, user_errors
 
-app = typer.Typer(
+if TYPE_CHECKING:
+    from iowatt.scenarios.schema import ScenarioBase
+
+app = App(
     name="iowatt",
     help="Simulate storage and energy in AI servers: checkpoints, data loaders, GNN loaders, fio, "
     "on GPUs, PCIe, SSDs, HDDs, arrays and clusters.",
@@ -19,17 +23,14 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-catalog_app = typer.Typer(help="Devices the simulator knows, with the provenance of every number.", no_args_is_help=True)
-app.add_typer(catalog_app, name="catalog")
 
 SetOption = Annotated[
     list[str] | None,
-    typer.Option("--set", "-s", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
+    typer.Option("--set", "-s", metavar="PATH=VALUE", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
 ]
 FormatOption = Annotated[
     str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal and json otherwise).")
 ]
-OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")]
 
 
 def _version(value: bool) -> None:
@@ -71,7 +72,11 @@ def run(
     dlio_lenient: Annotated[bool, typer.Option("--dlio-lenient", help="With --dlio: warn about keys iowatt does not model instead.")] = False,
     fmt: FormatOption = None,
     output: OutputOption = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved scenario and stop.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the resolved scenario and the values it implies (model size, parallelism, ranks, dataset, "
+                     "usable capacity), then stop; YAML, or JSON with -f json or a .json --output."),
+    ] = False,
     timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
 ) -> None:
     """Run one scenario and print its metrics and energy (--format dlio -o DIR: DLIO's summary.json and per_epoch_stats.json)."""
@@ -90,16 +95,18 @@ def run(
         raise typer.BadParameter("give a SCENARIO file, or --fio JOBFILE with --set storage.device=NAME", param_hint="SCENARIO")
     else:
         loaded = load(scenario, set_ or [])
-    if dry_run:
-        import yaml
+    from iowatt.scenarios.derived import notes
 
-        write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
+    for note in notes(loaded):
+        print(f"note: {note}", file=sys.stderr)
+    if dry_run:
+        _dry_run(loaded, fmt, output)
         return
     chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio"))
     if chosen == "dlio" and output is None:
         raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
+    from iowatt.output import serialize, tables
     from iowatt.scenarios.run import run_scenario
-    from iowatt.simulator import report
 
     document, sim = run_scenario(loaded)
     if timing:
@@ -114,11 +121,28 @@ def run(
         write(document, output)
         return
     if chosen == "json":
-        text = report.to_json(document)
+        text = serialize.to_json(document)
     elif chosen == "csv":
-        text = report.to_csv([report.metrics_row(document)])
+        text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"]}])
     else:
-        text = report.render_table(document)
+        text = tables.render(tables.result_tables(document))
+    write_text(text, output)
+
+
+def _dry_run(loaded: ScenarioBase, fmt: str | None, output: Path | None) -> None:
+    """The resolved scenario and the values it implies: YAML (a scenario file again, the derived values as comments) or JSON."""
+    import yaml
+
+    from iowatt.output import choose_format, serialize, write_text
+    from iowatt.scenarios.derived import derived
+
+    chosen = choose_format(fmt if fmt is not None or (output is not None and str(output) != "-") else "yaml", output, ("yaml", "json"))
+    resolved, implied = loaded.model_dump(mode="json"), derived(loaded)
+    if chosen == "json":
+        write_text(serialize.to_json({"scenario": resolved, "derived": implied}), output)
+        return
+    comments = yaml.safe_dump({"derived": implied}, sort_keys=False).splitlines()
+    text = yaml.safe_dump(resolved, sort_keys=False) + "# values the scenario implies (not part of it):\n" + "".join(f"# {line}\n" for line in comments)
     write_text(text, output)
 
 
@@ -153,86 +177,6 @@ def schema(output: OutputOption = None) -> None:
     write_text(json.dumps(json_schema(), indent=2) + "\n", output)
 
 
-@catalog_app.command("list")
-@user_errors
-def catalog_list(
-    kind: Annotated[str | None, typer.Option("--kind", "-k", help="Only this family: ssd, hdd, gpu, cpu, ...")] = None,
-    fmt: FormatOption = None,
-) -> None:
-    """List catalog entries with counts of datasheet / measured / calibrated / assumed values."""
-    from iowatt.models import catalog
-    from iowatt.simulator import report
-
-    entries = catalog.entries(kind)
-    if kind is not None and not entries:
-        known = sorted({e.kind for e in catalog.entries()})
-        raise catalog.CatalogError(f"--kind: expected one of {', '.join(known)}, found {kind!r}")
-    rows = [
-        {"kind": e.kind, "name": e.name, "model": getattr(e.spec, "model", ""), **e.provenance_counts()} for e in entries
-    ]
-    from iowatt.output import choose_format, write_text
-
-    chosen = choose_format(fmt, None, ("table", "json", "csv"))
-    if chosen == "json":
-        import json
-
-        write_text(json.dumps(rows, indent=2) + "\n", None)
-    elif chosen == "csv":
-        write_text(report.to_csv(rows), None)
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title="iowatt catalog (value counts by provenance)")
-        for column in ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed"):
-            table.add_column(column, justify="right" if column in ("datasheet", "measured", "calibrated", "assumed") else "left")
-        for row in rows:
-            table.add_row(*(str(row[c]) for c in ("kind", "name", "model", "datasheet", "measured", "calibrated", "assumed")))
-        Console(width=120).print(table)
-
-
-@catalog_app.command("show")
-@user_errors
-def catalog_show(
-    name: Annotated[str, typer.Argument(help="Catalog name or alias, e.g. micron-6550-ion.")],
-    fmt: FormatOption = None,
-) -> None:
-    """Show one entry: every value with where it comes from."""
-    import json
-
-    from iowatt.models import catalog
-    from iowatt.output import choose_format, write_text
-
-    entry = catalog.find(name)
-    values = entry.spec.model_dump(mode="json")
-    chosen = choose_format(fmt, None, ("table", "json"))
-    if chosen == "json":
-        document = {
-            "kind": entry.kind,
-            "name": entry.name,
-            "aliases": list(entry.aliases),
-            "values": values,
-            "provenance": {k: v.model_dump() for k, v in entry.provenance.items()},
-        }
-        write_text(json.dumps(document, indent=2) + "\n", None)
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{entry.kind} {entry.name} ({', '.join(entry.aliases) or 'no aliases'})")
-    for column in ("field", "value", "provenance", "source / reasoning"):
-        table.add_column(column, overflow="fold")
-    for field, value in values.items():
-        prov = entry.provenance.get(field)
-        table.add_row(
-            field,
-            json.dumps(value) if not isinstance(value, str) else value,
-            prov.p if prov else "",
-            "; ".join(x for x in (prov.src, prov.note, f"fitted on {', '.join(prov.fitted_on)}" if prov.fitted_on else "") if x) if prov else "",
-        )
-    Console(width=140).print(table)
-
-
 def _register_extensions() -> None:
     """Commands that live in their own modules (one module per command family)."""
     import importlib
@@ -241,6 +185,8 @@ def _register_extensions() -> None:
     import iowatt.commands as commands
 
     for info in pkgutil.iter_modules(commands.__path__):
+        if info.name.startswith("_"):
+            continue  # helpers of the command modules
         module = importlib.import_module(f"iowatt.commands.{info.name}")
         register = vars(module).get("register")  # helper modules (validation_view, dlio_output) register nothing
         if register is not None:

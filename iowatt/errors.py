@@ -21,11 +21,12 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
 
     from iowatt.models.catalog import CatalogError
     from iowatt.models.units import UnitError
+    from iowatt.output.files import OutputError
     from iowatt.scenarios.loader import ScenarioError
     from iowatt.simulator.flows import EngineError
     from iowatt.simulator.workloads import WorkloadConfigError
 
-    return (UserError, ScenarioError, CatalogError, UnitError, ValidationError, WorkloadConfigError, EngineError)
+    return (UserError, OutputError, ScenarioError, CatalogError, UnitError, ValidationError, WorkloadConfigError, EngineError)
 
 
 def fail(message: str) -> None:

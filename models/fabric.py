@@ -10,7 +10,7 @@ framing per transport).  A storage protocol adds, per request:
   every byte between socket buffers and the page cache; RDMA places data
   directly, RFC 5532 sect. 3-4) and per request (RPC dispatch, completion).
 
-No measurement of these at 100-400 Gb/s is in ../shared/reference (devices.yaml
+No measurement of these at 100-400 Gb/s is in the collected sources (docs/sources.md;
 links.infiniband.achieved_payload and links.ethernet.measured are null), so every
 protocol constant below is `assumed`, with its reasoning next to it.
 """

@@ -14,7 +14,7 @@ pair of positions equals the datasheet average seek.  For two independent
 uniform positions the seek distance has density 2(1 - d), so
     avg = integral_0^1 seek(d) 2(1 - d) dd = a + b K(d_c)
 with K in closed form (below).  Datasheet points: track-to-track and average
-seek (WD HC310, devices_sources H01; HGST 7K4000 SAS, H02).
+seek (WD HC310, docs/sources.md H01; HGST 7K4000 SAS, H02).
 
 Short-stroking: the data occupy the outer `span` share of the capacity.
 Zoned recording keeps linear bit density roughly constant, so bytes per track

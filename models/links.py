@@ -6,7 +6,7 @@ efficiency table).  Gen6 uses 256 B flits carrying 236 B of TLP (92.2 %,
 Lockwood's PCIe Gen6 notes).  SATA and SAS-3 use 8b/10b (Intel CS-009260,
 Thomas-Krenn).  InfiniBand and Ethernet rates are post-encoding data rates
 (64b/66b); their protocol efficiency belongs to the fabric model.
-Sources are the L* entries of ../shared/reference/devices_sources.md.
+Sources are the L* entries of docs/sources.md.
 """
 
 from __future__ import annotations

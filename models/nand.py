@@ -22,7 +22,7 @@ pSLC cache (dynamic): free blocks are programmed one bit per cell, so the
 free NAND U (1 + op - fill) holds U (1 + op - fill) / bits_per_cell bytes in
 SLC mode, capped by the firmware maximum.  Client reference: Solidigm P41
 Plus 1 TB QLC writes ~3,000 MB/s for the first ~12 % of capacity, then
-~262 MB/s (devices_sources W05); P44 Pro 2 TB TLC ~5 GB/s until 289 GB
+~262 MB/s (docs/sources.md W05); P44 Pro 2 TB TLC ~5 GB/s until 289 GB
 (W06, W07); no reclaim while writing (W08).  No enterprise pSLC figure was
 found (devices.yaml fill_and_steady_state), so catalog drives default to none.
 """

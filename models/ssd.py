@@ -58,7 +58,7 @@ e_io is derived from two measured points at different block sizes (S08,
 -> 2.4 uJ per I/O); e_byte then makes the 128 KiB point match the active
 power.  An NVMe power state caps the total; the simulator makes the cap a
 constraint so the throughput is scaled down until the drive fits (NVMe
-ACTP semantics, devices_sources W01); power_W and power_cap_scale give the
+ACTP semantics, docs/sources.md W01); power_W and power_cap_scale give the
 same law in closed form.  Changing state costs the old state's
 exit latency plus the new state's entry latency (NVMe EXLAT/ENLAT).
 """

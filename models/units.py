@@ -5,7 +5,7 @@ bytes per second) and parsed from either a bare number (already in the base
 unit) or a string such as "415 GB", "1 MiB", "20 W", "25 us", "12 GB/s".
 
 Decimal prefixes are decimal (1 GB = 1e9 B) and binary ones binary
-(1 GiB = 2**30 B), as in ../shared/reference/published_results.yaml.  fio's
+(1 GiB = 2**30 B), as in the published studies (docs/sources.md).  fio's
 bare suffixes ("128k", "4K", "1m") are binary, as fio reads them
 (fio's default kb_base=1024).
 """

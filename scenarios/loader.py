@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import yaml
+from iowatt.models import strict_yaml
+from iowatt.scenarios import checks
 from iowatt.scenarios.schema import ScenarioBase, scenario_model
 from iowatt.simulator import workloads
 from iowatt.simulator.storage import registry as storage_registry
@@ -65,22 +67,24 @@ def format_validation_error(error: ValidationError, origin: str) -> str:
     return header + "\n  " + "\n  ".join(lines)
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path, what: str = "scenario") -> dict[str, Any]:
+    """A YAML file holding a mapping (`what` names it in messages); duplicate keys are an error."""
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
+        raise ScenarioError(f"{path}: no such {what} file") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
-        raise ScenarioError(f"{path}: cannot read the scenario file ({error.__class__.__name__})") from None
+        raise ScenarioError(f"{path}: cannot read the {what} file ({error.__class__.__name__})") from None
     try:
-        data = yaml.safe_load(text)
+        data = strict_yaml.load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ScenarioError(f"{path}: malformed YAML{where}: {problem}") from None
     if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: expected a mapping with `system` and `workload`, found {type(data).__name__}")
+        expected = "a mapping with `system` and `workload`" if what == "scenario" else "a mapping"
+        raise ScenarioError(f"{path}: expected {expected}, found {type(data).__name__}")
     return data
 
 
@@ -113,17 +117,17 @@ def _field_model(annotation: Any, value: Any = None) -> type[BaseModel] | None:
     return members[0]
 
 
-def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
-    """Walk the pydantic models along the path so a typo is reported by name."""
+def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
+    """Walk the pydantic models along the path so a typo is reported by name; True when the path holds a section (a model)."""
     model: type[BaseModel] | None = scenario_model()
     node: Any = data
     for depth, segment in enumerate(segments):
         if model is None:
-            return  # inside a free-form mapping (an inline spec); validation checks it later
+            return False  # inside a free-form mapping (an inline spec); validation checks it later
         if depth == 1 and segments[0] == "workload":
             kind = (data.get("workload") or {}).get("kind") if isinstance(data.get("workload"), dict) else None
             if kind not in workloads.kinds():
-                return
+                return False
             model = workloads.get(kind).params
         fields = model.model_fields
         if segment not in fields:
@@ -133,6 +137,17 @@ def _check_path(data: dict[str, Any], segments: list[str], text: str) -> None:
             )
         node = node.get(segment) if isinstance(node, dict) else None
         model = _field_model(fields[segment].annotation, node)
+    return model is not None or segments == ["workload"]
+
+
+def _section_file(value: Any, assignment: str) -> Any:
+    """A section given as a YAML file (`storage=raid5.yaml`): its mapping; any other value as it is."""
+    if not (isinstance(value, str) and value.strip().endswith((".yaml", ".yml"))):
+        return value
+    try:
+        return read_yaml(Path(value.strip()), what="section")
+    except ScenarioError as error:
+        raise ScenarioError(f"--set {assignment}: {error}") from None
 
 
 def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
@@ -153,7 +168,8 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
             raise ScenarioError(f"--set {assignment}: `{s}` is not a field name")
     if segments[0] in SYSTEM_SECTIONS:
         segments = ["system", *segments]
-    _check_path(data, [_SEGMENT.match(s).group(1) for s in segments], assignment)  # type: ignore[union-attr]
+    if _check_path(data, [_SEGMENT.match(s).group(1) for s in segments], assignment):  # type: ignore[union-attr]
+        value = _section_file(value, assignment)
     data = copy.deepcopy(data)
     node: Any = data
     for s in segments[:-1]:
@@ -185,20 +201,34 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
 
 
 def validate(data: dict[str, Any], origin: str) -> ScenarioBase:
+    """The scenario, valid field by field (the schema) and as a whole (scenarios.checks: capacity, physical bounds)."""
     try:
-        return scenario_model().model_validate(data)
+        scenario = scenario_model().model_validate(data)
     except ValidationError as error:
         raise ScenarioError(format_validation_error(error, origin)) from None
+    try:
+        checks.check(scenario)
+    except ValueError as error:
+        raise ScenarioError(f"{origin}: impossible scenario\n  {error}") from None
+    return scenario
 
 
 def resolve_path(name: str) -> Path:
-    """A file path, or a name in the scenario library (with or without .yaml)."""
+    """A file path, or a name in the scenario library (with or without .yaml, in any of its folders when the name is unique)."""
     path = Path(name)
     if path.exists():
         return path
     for candidate in (LIBRARY_DIR / name, LIBRARY_DIR / f"{name}.yaml"):
         if candidate.exists():
             return candidate
+    if path.name == name:  # a bare name: look in the library's folders
+        stem = name.removesuffix(".yaml").removesuffix(".yml")
+        found = sorted(p for p in LIBRARY_DIR.rglob("*.y*ml") if p.stem == stem)
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            shown = ", ".join(str(p.relative_to(LIBRARY_DIR)) for p in found)
+            raise ScenarioError(f"{name}: expected one library scenario of that name, found {len(found)}: {shown}; give the folder too")
     return path
 
 
@@ -208,6 +238,11 @@ def load(source: str | Path | dict[str, Any], overrides: list[str] | tuple[str, 
     else:
         path = resolve_path(str(source))
         data, origin = read_yaml(path), str(path)
+    stated = data
     for assignment in overrides:
         data = apply_set(data, assignment)
+    try:
+        checks.check_overrides(stated, overrides)
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
     return validate(data, origin)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.models import goodput as gp
+from iowatt.models import strict_yaml
 from iowatt.scenarios.loader import ScenarioError
 from iowatt.scenarios.plan_costs import derived_metrics
 from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
@@ -96,7 +97,7 @@ def load_spec(path: str | Path) -> PlanSpec:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
+        data = strict_yaml.load(path.read_text())
     except yaml.YAMLError as error:
         raise ScenarioError(f"{path}: not valid YAML ({error})") from None
     if not isinstance(data, dict):
@@ -309,7 +310,7 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
         resolved, digest, invalid = resolved_cases[case.index]
         row = by_hash[digest]
         base = {k: sw_typed(v) for k, v in case.values.items()}
-        metrics = {k: v for k, v in row.items() if k not in ("case", "scenario_hash", "error", *case.values)}
+        metrics = {k: v for k, v in row.items() if k not in ("case", "scenario_hash", "sweep_id", "error", *case.values)}
         for interval in intervals:
             config = {**base, INTERVAL_KEY: interval, "error": row["error"], "scenario_hash": digest, "invalid": bool(invalid), **metrics}
             if resolved is None:

@@ -7,8 +7,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from iowatt.models import goodput as gp
+from iowatt.models import strict_yaml
 from iowatt.scenarios import plan_designs
 from iowatt.scenarios.loader import ScenarioError
 
@@ -22,7 +22,7 @@ def load_prices(path: Path = PRICES_FILE) -> dict[str, dict[str, Any]]:
 
     if not path.exists():
         return {}
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = strict_yaml.load(path.read_text()) or {}
     out: dict[str, dict[str, Any]] = {}
     for name, fields in (raw.get("entries") or {}).items():
         try:

@@ -47,7 +47,43 @@ def scenario_model() -> type[ScenarioBase]:
     return create_model("Scenario", __base__=ScenarioBase, workload=(workload_type, ...))
 
 
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# pydantic writes a field's gt/ge/lt/le under these names when the field's type brings its own schema (the unit types)
+_BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum"}
+_NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+# a decimal number written as a string: YAML 1.1 reads `405.85e9` (no sign in the exponent) as a string, and the loader accepts it
+NUMERIC_STRING = {"type": "string", "pattern": r"^\s*[-+]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)([eE][-+]?[0-9]+)?\s*$"}
+
+
+def _standard(node: Any, any_string: bool = False) -> Any:
+    """The node with pydantic's extensions rewritten as JSON Schema 2020-12: bounds on the number branch, no `discriminator`,
+    and numbers that may also be written as numeric strings (as the loader reads them), unless a sibling branch takes any string."""
+    if isinstance(node, list):
+        return [_standard(item, any_string) for item in node]
+    if not isinstance(node, dict):
+        return node
+    bounds = {_BOUNDS[k]: node[k] for k in node if k in _BOUNDS}
+    branches = node.get("anyOf")
+    if bounds:
+        numbers = [b for b in branches or [] if isinstance(b, dict) and b.get("type") in ("number", "integer")]
+        if not numbers:
+            raise ValueError(f"a bound {sorted(bounds)} on a schema without a number: {node}")
+        for branch in numbers:
+            branch.update(bounds)
+    takes_strings = isinstance(branches, list) and any(b == {"type": "string"} for b in branches)
+    out = {}
+    for key, value in node.items():
+        if key in _BOUNDS or key == "discriminator":  # `discriminator` is OpenAPI's; oneOf over `const` kinds says the same
+            continue
+        out[key] = _standard(value, takes_strings) if key == "anyOf" else _standard(value)
+    if out.get("type") == "number" and not any_string:
+        number = {"type": "number", **{k: out.pop(k) for k in _NUMBER_KEYWORDS if k in out}}
+        del out["type"]
+        out["anyOf"] = [number, NUMERIC_STRING]
+    return out
+
+
 def json_schema() -> dict[str, Any]:
-    schema = scenario_model().model_json_schema()
-    schema["title"] = "iowatt scenario"
-    return schema
+    """The scenario file's JSON Schema (draft 2020-12): what `iowatt schema` prints and editors can validate against."""
+    schema = _standard(scenario_model().model_json_schema())
+    return {"$schema": DIALECT, **schema, "title": "iowatt scenario"}

@@ -5,11 +5,12 @@ A sweep is a base scenario plus axes (the same PATH as `--set`):
   random  N samples (seeded): each grid axis drawn from its values, each
           range `KEY=LO:HI` drawn uniformly (integers when both ends are).
 Each case becomes a row: `case`, the swept values, `scenario_hash` (sha256
-of the canonical JSON of the resolved scenario), the metrics, and `error`
-(empty unless the case failed).  Rows stream to the output as they finish
-(CSV: appended and flushed per row; Parquet: rewritten atomically at most
-every `flush_seconds`), so an interrupted sweep keeps its finished rows and
-`resume` skips every hash already written.
+of the canonical JSON of the resolved scenario), `sweep_id` (what makes two
+sweeps the same), `error` (empty unless the case failed) and the metrics.
+Rows are handed on in case order as they finish (the command line streams them
+to a file with `iowatt.output.rows`), so an interrupted sweep keeps its
+finished rows, `--resume` skips every hash already written, and two identical
+sweeps write identical files.
 
 The executor is `ProcessPoolExecutor` by default; `distributed.Client(...).
 get_executor()` is an Executor too, so Dask runs the very same code path.
@@ -18,27 +19,23 @@ get_executor()` is an Executor too, so Dask runs the very same code path.
 from __future__ import annotations
 
 import copy
-import csv
 import hashlib
 import itertools
 import json
 import math
-import os
 import random
 import re
-import sys
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from iowatt.scenarios.loader import ScenarioError, apply_set, read_yaml, resolve_path, validate
+from iowatt.scenarios import checks
+from iowatt.scenarios.loader import SYSTEM_SECTIONS, ScenarioError, apply_set, read_yaml, resolve_path, validate
 
-BASE_COLUMNS = ("case", "scenario_hash", "error")
 _HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -91,12 +88,32 @@ def parse_axis(text: str, option: str, base: dict[str, Any] | None = None) -> tu
     key = key.strip()
     if not sep or not key:
         raise ScenarioError(f"{option} {text}: expected KEY=V1,V2,..., e.g. storage.power_state=PS0,PS1")
-    values = [v.strip() for v in raw.split(",")]
+    values = [v.strip() for v in split_values(raw)]
     if not raw.strip() or any(v == "" for v in values):
         raise ScenarioError(f"{option} {text}: expected a comma-separated list of values after '=', found {raw!r}")
     if base is not None:
         check_path(base, key, values[0], option, text)
     return key, values
+
+
+def split_values(raw: str) -> list[str]:
+    """`a,b,{k: 1, j: 2},[3, 4]` -> ['a', 'b', '{k: 1, j: 2}', '[3, 4]']: commas inside braces, brackets or quotes belong to the value."""
+    values, current, depth, quote = [], "", 0, ""
+    for char in raw:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            values.append(current)
+            current = ""
+            continue
+        current += char
+    return [*values, current]
 
 
 def parse_range(text: str, option: str = "--range", base: dict[str, Any] | None = None) -> tuple[str, float, float]:
@@ -167,8 +184,23 @@ def _yaml_text(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
+def _canonical(key: str) -> str:
+    """`storage.fill` and `system.storage.fill` name the same field."""
+    return f"system.{key}" if key.split(".", 1)[0] in SYSTEM_SECTIONS else key
+
+
+def check_axes(sweep: Sweep) -> None:
+    """Each path is swept once: a second axis on the same field would silently replace the first."""
+    seen: set[str] = set()
+    for key in sweep.keys:
+        if _canonical(key) in seen:
+            raise ScenarioError(f"--grid/--range {key}: the axis is given twice; give each field once, with all its values (KEY=V1,V2,...)")
+        seen.add(_canonical(key))
+
+
 def expand(sweep: Sweep) -> list[Case]:
     """Grid: the full factorial in order.  Random: `samples` seeded draws."""
+    check_axes(sweep)
     if sweep.samples is None:
         if sweep.ranges:
             raise ScenarioError("--range: needs --random N (the number of samples)")
@@ -202,8 +234,10 @@ def _resolve(sweep: Sweep, case: Case) -> tuple[Any, dict[str, Any] | None, str,
     """(validated scenario or None, its JSON-ready dict or None, hash, error)."""
     data = sweep.base
     try:
-        for assignment in [*sweep.overrides, *case.assignments()]:
+        assignments = [*sweep.overrides, *case.assignments()]
+        for assignment in assignments:
             data = apply_set(data, assignment)
+        checks.check_overrides(sweep.base, assignments)
         scenario = validate(data, f"{sweep.origin} case {case.index}")
     except (ScenarioError, ValueError) as error:
         return None, None, scenario_hash({"origin": sweep.origin, "overrides": sweep.overrides, "case": case.values}), str(error)
@@ -232,17 +266,8 @@ def run_cases(base: dict[str, Any], origin: str, overrides: list[str], cases: li
         except Exception as failure:  # a bug in resolution is this case's error, not the chunk's
             digest = scenario_hash({"origin": origin, "overrides": overrides, "case": case.values})
             scenario, error = None, f"{type(failure).__name__}: {failure}"
-        out.append((case.index, digest, {"metrics": {}, "error": error} if scenario is None else _run(scenario)))
+        out.append((case.index, digest, {"metrics": {}, "error": error, "invalid": True} if scenario is None else _run(scenario)))
     return out
-
-
-def run_resolved(resolved: dict[str, Any]) -> dict[str, Any]:
-    """Run one resolved scenario (a JSON-ready dict): its metrics, or {'error': ...}.  Never raises."""
-    try:
-        scenario = validate(resolved, "sweep case")
-    except (ScenarioError, ValueError) as error:
-        return {"metrics": {}, "error": str(error)}
-    return _run(scenario)
 
 
 def _run(scenario: Any) -> dict[str, Any]:
@@ -277,11 +302,12 @@ def drive_write_metrics(document: dict[str, Any]) -> dict[str, float]:
     return {"drive_bytes_written_total_GB": host / 1e9, "nand_write_amplification": nand_bytes / host}
 
 
-def make_row(case: Case, digest: str, result: dict[str, Any]) -> dict[str, Any]:
+def make_row(case: Case, digest: str, result: dict[str, Any], identity: str = "") -> dict[str, Any]:
     row: dict[str, Any] = {"case": case.index}
     for key, text in case.values.items():
         row[key] = _typed(text)
     row["scenario_hash"] = digest
+    row["sweep_id"] = identity
     row["error"] = result.get("error", "")
     row.update(result.get("metrics", {}))
     return row
@@ -295,192 +321,6 @@ def _typed(text: str) -> Any:
     return value if isinstance(value, int | float | str | bool) else text
 
 
-# --- output --------------------------------------------------------------------------------
-
-
-class RowSink:
-    """Where rows go as they finish; `existing()` lists rows already there (for resume)."""
-
-    def __init__(self, path: Path, fmt: str) -> None:
-        directory = path.parent if str(path.parent) else Path(".")
-        if not directory.is_dir():
-            raise ScenarioError(f"--output {path}: the folder {directory} does not exist")
-        if fmt not in ("csv", "parquet"):
-            raise ScenarioError(f"--output {path}: sweeps write .csv or .parquet, found format {fmt!r}")
-        self.path, self.fmt = path, fmt
-        self.rows: list[dict[str, Any]] = []
-        self.columns: list[str] = []
-        self._handle: Any = None
-        self._writer: Any = None
-        self._pending: list[dict[str, Any]] = []
-        self._last_flush = 0.0
-        self.flush_seconds = 2.0
-
-    def existing(self) -> list[dict[str, Any]]:
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return []
-        if self.fmt == "csv":
-            import io
-
-            with self.path.open(newline="") as handle:
-                text = handle.read()
-            if not text.endswith("\n"):
-                # the sweep was killed while writing a row: that row is incomplete; drop it and run the case again
-                text = text[: text.rfind("\n") + 1]
-            rows = list(csv.DictReader(io.StringIO(text, newline="")))
-            return [r for r in rows if _HASH.fullmatch(str(r.get("scenario_hash") or ""))]
-        import pyarrow.parquet as pq
-
-        try:
-            rows = pq.read_table(self.path).to_pylist()
-        except (OSError, ValueError) as error:  # pyarrow raises ArrowInvalid (a ValueError) for a damaged file
-            raise ScenarioError(f"--resume: {self.path} is not a readable Parquet file ({error}); move it away to start afresh") from None
-        return [r for r in rows if _HASH.fullmatch(str(r.get("scenario_hash") or ""))]
-
-    def start(self, keep: list[dict[str, Any]], columns: list[str]) -> None:
-        """Begin with `keep` (rows from a previous run) and the known columns."""
-        self.rows = list(keep)
-        self.columns = list(columns)
-        for row in keep:
-            self._add_columns(row)
-        if self.fmt == "csv":
-            self._rewrite_csv()
-        elif keep:
-            self._write_parquet()
-
-    def _add_columns(self, row: dict[str, Any]) -> bool:
-        new = [k for k in row if k not in self.columns]
-        self.columns.extend(new)
-        return bool(new)
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        if self.fmt == "csv":
-            if self._add_columns(row):
-                self._rewrite_csv()  # a column no earlier row had: rewrite with the new header
-            else:
-                self._writer.writerow(row)
-                self._handle.flush()
-        else:
-            self._add_columns(row)
-            if time.monotonic() - self._last_flush >= self.flush_seconds:
-                self._write_parquet()
-
-    def _rewrite_csv(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-        from iowatt.output import write_bytes
-
-        text = _csv_text(self.rows, self.columns)
-        write_bytes(text.encode(), self.path)
-        self._handle = self.path.open("a", newline="")
-        self._writer = csv.DictWriter(self._handle, fieldnames=self.columns, lineterminator="\n", restval="")
-
-    def _write_parquet(self) -> None:
-        import io
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from iowatt.output import write_bytes
-
-        table = pa.Table.from_pylist([_parquet_row(r, self.columns) for r in self.rows])
-        buffer = io.BytesIO()
-        pq.write_table(table, buffer)
-        write_bytes(buffer.getvalue(), self.path)
-        self._last_flush = time.monotonic()
-
-    def close(self) -> None:
-        if self.fmt == "csv":
-            if self._handle is not None:
-                self._handle.close()
-                self._handle = None
-        else:
-            self._write_parquet()
-
-
-def _csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    import io
-
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", restval="")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-    return out.getvalue()
-
-
-def _parquet_row(row: dict[str, Any], columns: list[str]) -> dict[str, Any]:
-    """Every column present; swept values as text so a column never mixes types."""
-    out = {}
-    for column in columns:
-        value = row.get(column)
-        if column in ("case",) and value is not None:
-            value = int(value)
-        elif column in ("scenario_hash", "error"):
-            value = "" if value is None else str(value)
-        elif isinstance(value, bool | str):
-            value = str(value)
-        elif value == "":
-            value = None
-        out[column] = value
-    return out
-
-
-# --- executors -----------------------------------------------------------------------------
-
-
-class InlineExecutor(Executor):
-    """Runs each call at submit time, in this process (--jobs 0; handy for debugging)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as error:
-            future.set_exception(error)
-        return future
-
-
-@contextmanager
-def open_executor(
-    jobs: int | None = None, address: str | None = None, scheduler_file: str | None = None, connect_timeout: float = 10.0
-) -> Iterator[Executor]:
-    """ProcessPoolExecutor(jobs), or a Dask cluster's executor when an address / scheduler file is given.
-
-    `connect_timeout` (s): how long to wait for the scheduler; 10 s covers a
-    scheduler that is still starting on a busy node."""
-    if address and scheduler_file:
-        raise ScenarioError("--address and --scheduler-file: give one or the other")
-    if address or scheduler_file:
-        try:
-            from distributed import Client
-        except ImportError:
-            raise ScenarioError("--address/--scheduler-file need dask.distributed: pip install 'iowatt[distributed]'") from None
-        try:
-            timeout = f"{connect_timeout}s"
-            client = Client(address, timeout=timeout) if address else Client(scheduler_file=scheduler_file, timeout=timeout)
-        except (OSError, TimeoutError, ValueError) as error:
-            option = f"--address {address}" if address else f"--scheduler-file {scheduler_file}"
-            raise ScenarioError(f"{option}: cannot reach the Dask scheduler ({error})") from None
-        try:
-            executor = client.get_executor()
-            executor.iowatt_workers = max(1, sum(client.nthreads().values()))  # type: ignore[attr-defined]  # chunking hint
-            yield executor
-        finally:
-            client.close()
-        return
-    jobs = (os.cpu_count() or 1) if jobs is None else jobs
-    if jobs < 0:
-        raise ScenarioError(f"--jobs: expected >= 0, found {jobs}")
-    if jobs == 0:
-        yield InlineExecutor()
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pool.iowatt_workers = jobs  # type: ignore[attr-defined]  # chunking hint
-        yield pool
-
-
 # --- the sweep -----------------------------------------------------------------------------
 
 
@@ -490,39 +330,74 @@ class SweepResult:
     skipped: int = 0
     done: int = 0
     failed: int = 0
+    invalid: int = 0  # failed because the case's scenario is not valid (input errors), a part of `failed`
     lost: list[str] = field(default_factory=list)  # cases whose worker died: not written, rerun with --resume
     seconds: float = 0.0
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # in case order
+    keys: tuple[str, ...] = ()  # the swept paths, to name a failed case's values
+
+    @property
+    def all_invalid(self) -> bool:
+        """Every case that ran was invalid input: the sweep as given cannot run."""
+        return self.done > 0 and self.invalid == self.done
+
+    def failures(self) -> list[str]:
+        """`case N (KEY=VALUE, ...): why` for every failed row, in case order, one line each."""
+        out = []
+        for row in self.rows:
+            if row["error"]:
+                values = ", ".join(f"{k}={row[k]}" for k in self.keys if k in row)
+                lines = [line.strip() for line in str(row["error"]).splitlines() if line.strip()]
+                # the first line of a validation error only repeats the scenario's origin; the fields follow it
+                why = "; ".join(lines[1:] if len(lines) > 1 and lines[0].endswith("invalid scenario") else lines)
+                out.append(f"case {row['case']}" + (f" ({values})" if values else "") + f": {why}")
+        return out
+
+
+def sweep_id(sweep: Sweep) -> str:
+    """What makes two sweeps the same: base scenario, fixed overrides, axes, sampling.  Written in every row, checked on --resume."""
+    return scenario_hash({"base": sweep.base, "overrides": sweep.overrides, "grid": sweep.grid,
+                          "ranges": [list(r) for r in sweep.ranges], "samples": sweep.samples, "seed": sweep.seed})[:16]
+
+
+def resumable(rows: list[dict[str, Any]], sweep: Sweep, where: str) -> list[dict[str, Any]]:
+    """The finished rows of this sweep among `rows` (read back from its output); rows of another sweep are an error."""
+    expected = sweep_id(sweep)
+    found = {str(r.get("sweep_id") or "") for r in rows}
+    if rows and found != {expected}:
+        other = ", ".join(sorted(f or "none" for f in found))
+        raise ScenarioError(
+            f"--resume: {where} holds rows of another sweep (sweep_id {other}; this sweep's is {expected}); "
+            "resume with the same scenario, --set, --grid/--range and --random/--seed, or write to another --output"
+        )
+    return [r for r in rows if _HASH.fullmatch(str(r.get("scenario_hash") or ""))]
 
 
 def run_sweep(
     sweep: Sweep,
     executor: Executor,
-    sink: RowSink | None = None,
     *,
-    resume: bool = False,
-    progress: bool = False,
+    done_hashes: frozenset[str] | set[str] = frozenset(),
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_case: Callable[[bool], None] | None = None,
     cases: list[Case] | None = None,
     chunk_size: int | None = None,
 ) -> SweepResult:
-    """Run every case on `executor`, streaming rows to `sink` as chunks finish.
+    """Run every case on `executor`; `on_row(row)` for each finished row, in case order; `on_case(failed)` as each case ends.
 
     Cases go to workers in chunks (`chunk_size`; default: about 4 chunks per
     worker, at most 16 cases) because one checkpoint scenario simulates in
-    milliseconds, comparable to the cost of shipping a task.  With `resume`,
-    cases whose scenario hash is already in the sink are skipped (this needs
-    the parent to resolve every case once, to know its hash).  Identical cases
-    run once.  A chunk whose worker died is reported in `lost`; every row that
-    finished before is already in the sink."""
+    milliseconds, comparable to the cost of shipping a task.  Cases whose
+    scenario hash is in `done_hashes` (rows kept from an interrupted run) are
+    skipped: that needs the parent to resolve each case once, to know its hash.
+    Identical cases run once.  Rows finishing out of order wait until every
+    earlier case has finished, so the output is the same whatever the
+    completion order; a chunk whose worker died is reported in `lost`."""
     cases = expand(sweep) if cases is None else cases
-    result = SweepResult(total=len(cases))
-    done_hashes: set[str] = set()
-    if sink is not None:
-        keep = sink.existing() if resume else []
-        done_hashes = {str(r["scenario_hash"]) for r in keep}
-        sink.start(keep, ["case", *sweep.keys, "scenario_hash", "error"])
+    result = SweepResult(total=len(cases), keys=tuple(sweep.keys))
+    identity = sweep_id(sweep)
     to_run: list[Case] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[tuple[str, str], ...]] = set()
     for case in cases:
         key = tuple(sorted(case.values.items()))
         if key in seen or (done_hashes and resolve_case(sweep, case)[1] in done_hashes):
@@ -537,70 +412,58 @@ def run_sweep(
     for i in range(0, len(to_run), size):
         chunk = to_run[i : i + size]
         pending[executor.submit(run_cases, sweep.base, sweep.origin, list(sweep.overrides), chunk)] = chunk
+    order = _InOrder([case.index for case in to_run], result, on_row)
     by_index = {case.index: case for case in to_run}
-    bar = _progress(len(to_run), enabled=progress)
-    try:
-        for future in as_completed(pending):
-            chunk = pending[future]
-            try:
-                outcomes = future.result()
-            except Exception as error:  # the worker died (BrokenProcessPool, KilledWorker): no result, not an error row
-                for case in chunk:
-                    result.lost.append(f"case {case.index}: {type(error).__name__}: {error}")
-                    bar.advance(result.failed, lost=True)
-                continue
-            for index, digest, outcome in outcomes:
-                row = make_row(by_index[index], digest, outcome)
-                result.rows.append(row)
-                result.done += 1
-                result.failed += bool(row["error"])
-                if sink is not None:
-                    sink.add(row)
-                bar.advance(result.failed)
-    finally:
-        bar.stop()
-        if sink is not None:
-            sink.close()
+    for future in as_completed(pending):
+        chunk = pending[future]
+        try:
+            outcomes = future.result()
+        except Exception as error:  # the worker died (BrokenProcessPool, KilledWorker): no result, not an error row
+            for case in chunk:
+                result.lost.append(f"case {case.index}: {type(error).__name__}: {error}")
+                order.skip(case.index)
+                if on_case is not None:
+                    on_case(True)
+            continue
+        for index, digest, outcome in outcomes:
+            row = make_row(by_index[index], digest, outcome, identity)
+            result.done += 1
+            result.failed += bool(row["error"])
+            result.invalid += bool(outcome.get("invalid"))
+            order.add(index, row)
+            if on_case is not None:
+                on_case(bool(row["error"]))
+    order.finish()
     result.seconds = time.perf_counter() - start
     return result
 
 
-class _Bar:
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.progress = None
-        if not enabled or total == 0:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+class _InOrder:
+    """Releases rows in case order: a row waits until every earlier case has a row or was lost."""
 
-        self.progress = Progress(
-            TextColumn("sweep"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            TimeElapsedColumn(),
-            TextColumn("[red]{task.fields[failures]} failed"),
-            console=Console(file=sys.stderr),
-            transient=False,
-        )
-        self.task = self.progress.add_task("sweep", total=total, rate="", failures=0)
-        self.start = time.perf_counter()
-        self.count = 0
-        self.progress.start()
+    def __init__(self, indices: list[int], result: SweepResult, on_row: Callable[[dict[str, Any]], None] | None) -> None:
+        self.indices, self.result, self.on_row = indices, result, on_row
+        self.next = 0
+        self.waiting: dict[int, dict[str, Any] | None] = {}
 
-    def advance(self, failures: int, lost: bool = False) -> None:
-        if self.progress is None:
-            return
-        self.count += 1
-        rate = self.count / max(time.perf_counter() - self.start, 1e-9)
-        self.progress.update(self.task, advance=1, rate=f"{rate:.1f}/s", failures=failures)
+    def add(self, index: int, row: dict[str, Any]) -> None:
+        self.waiting[index] = row
+        self._release()
 
-    def stop(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+    def skip(self, index: int) -> None:
+        self.waiting[index] = None
+        self._release()
 
+    def _release(self) -> None:
+        while self.next < len(self.indices) and self.indices[self.next] in self.waiting:
+            row = self.waiting.pop(self.indices[self.next])
+            self.next += 1
+            if row is not None:
+                self.result.rows.append(row)
+                if self.on_row is not None:
+                    self.on_row(row)
 
-def _progress(total: int, enabled: bool) -> _Bar:
-    return _Bar(total, enabled)
+    def finish(self) -> None:
+        for index in self.indices[self.next :]:
+            self.waiting.setdefault(index, None)
+        self._release()

@@ -29,6 +29,11 @@ def check_catalog_ref(kind: str, value: CatalogRef) -> CatalogRef:
     return value
 
 
+# what parse_power_state accepts, for the JSON Schema: 0..31 or 'PS0'..'PS31' (any case)
+POWER_STATE_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 31},
+                                {"type": "string", "pattern": "^\\s*([Pp][Ss])?0*([0-9]|[12][0-9]|3[01])\\s*$"}]}
+
+
 def parse_power_state(value: Any) -> int:
     """'PS1' -> 1; 1 -> 1."""
     if isinstance(value, bool):

@@ -18,6 +18,7 @@ import yaml
 from iowatt.calibration import bundle, power
 from iowatt.calibration.fioparse import parse_file
 from iowatt.calibration.runner import TEST_FILE
+from iowatt.calibration.target import backing_of as target_of
 from typer.testing import CliRunner
 
 from iowatt.cli import app
@@ -58,6 +59,8 @@ def refused(result, *needles: str) -> None:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny")
+    if target_of(root).memory:
+        pytest.skip(f"the temporary folder is memory-backed here ({target_of(root).describe()}); collect refuses it")
     plan = root / "tiny.yaml"
     plan.write_text(yaml.safe_dump(TINY_PLAN))
     target = root / "target"
@@ -281,3 +284,15 @@ def test_bad_profile_is_refused(tiny, tmp_path):
     bad.write_text("format: something-else\n")
     refused(invoke("validate", "--bundle", tiny["bundle"], "--profile", bad), "--profile", "iowatt-profile")
     refused(invoke("validate", "--bundle", tiny["bundle"], "--profile", tmp_path / "none.yaml"), "no such file")
+
+
+def test_calibrate_warns_about_a_bundle_measured_on_a_virtual_device(tiny, tmp_path):
+    copy = _copy(tiny, tmp_path)
+    data = json.loads((copy / "manifest.json").read_text())
+    _corrupt_manifest(copy, target={**data["target"], "backing_device": "loop4", "backing_device_kind": "loop"})
+    result = invoke("calibrate", copy, "--base", "micron-7450-pro", "-o", tmp_path / "p.yaml")
+    assert result.exit_code == 0, result.output
+    assert "warning: the bundle was measured on loop4, a loop device" in result.stderr
+    _corrupt_manifest(copy, target={**data["target"], "backing_device": "nvme0n1", "backing_device_kind": "block"})
+    result = invoke("calibrate", copy, "--base", "micron-7450-pro", "-o", tmp_path / "q.yaml")
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.output

@@ -74,3 +74,13 @@ def test_a_profile_whose_writes_queue_runs_the_law_it_was_validated_with():
         # queueing writes can only slow a write-heavy job down at the same depth
         buffered, _ = ssd.closed_loop(base, job.bs, job.inflight, f, job.pattern, overwrite=OVERWRITE, fill=FILL)
         assert bw <= buffered * (1 + 1e-12)
+
+
+def test_catalog_show_reads_a_profile_as_docs_calibration_md_says(tmp_path):
+    """Issue 18 item 12: docs/calibration.md's `iowatt catalog show profile:my-disk.yaml`."""
+    profile = tmp_path / "my-disk.yaml"
+    _profile_of("micron-9550-pro", profile, entry_name="my-disk")
+    result = runner.invoke(app, ["catalog", "show", f"profile:{profile}", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["name"] == "my-disk" and shown["values"]["seq_read_MBps"] == catalog.lookup("ssd", "micron-9550-pro").spec.seq_read_MBps

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from iowatt.models import catalog
 from iowatt.scenarios import plan as pl
+from iowatt.scenarios.executors import InlineExecutor
 from iowatt.scenarios.loader import ScenarioError, apply_set, read_yaml, validate
 from iowatt.scenarios.run import run_scenario
-from iowatt.scenarios.sweep import InlineExecutor
 from typer.testing import CliRunner
 
 from iowatt.cli import app
@@ -199,3 +199,20 @@ def test_raid_layouts_price_all_drives_and_wear_them_with_parity(tmp_path):
     assert local["drive_writes_per_day"] * (local["checkpoint_interval_seconds"] + local["save_checkpoint_duration_mean_seconds"]) < raid[
         "drive_writes_per_day"
     ] * (raid["checkpoint_interval_seconds"] + raid["save_checkpoint_duration_mean_seconds"])
+
+
+def test_cli_plan_csv_has_one_row_per_configuration(tmp_path):
+    """Issue 18 item 10: `plan` wrote table and JSON only. Oracle: the JSON output's `configurations`."""
+    import csv
+    import io
+
+    path = write_spec(tmp_path)
+    as_json = json.loads(runner.invoke(app, ["plan", str(path), "--jobs", "0", "--format", "json"]).stdout)["configurations"]
+    result = runner.invoke(app, ["plan", str(path), "--jobs", "0", "-o", str(tmp_path / "plan.csv")])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "plan.csv").read_text())))
+    assert len(rows) == len(as_json)
+    for row, config in zip(rows, as_json, strict=True):
+        assert row["storage.device"] == config["storage.device"] and row["feasible"] == str(config["feasible"])
+        if config.get("cost_usd") is not None:
+            assert float(row["cost_usd"]) == pytest.approx(config["cost_usd"], rel=1e-12)

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from iowatt.models import goodput as gp
 from iowatt.scenarios import plan as pl
+from iowatt.scenarios.executors import InlineExecutor
 from iowatt.scenarios.loader import load
 from iowatt.scenarios.plan_costs import derived_metrics
 from iowatt.scenarios.run import run_scenario
-from iowatt.scenarios.sweep import InlineExecutor
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "scenarios" / "library" / "checkpoint_designs"

@@ -19,6 +19,8 @@ from iowatt.scenarios.reproduce import comparison_rows, load_study, run_section,
 from typer.testing import CliRunner
 
 from iowatt.cli import app
+from iowatt.commands.reproduce import present
+from iowatt.output import figures
 
 REPO = Path(__file__).resolve().parent.parent
 STUDIES = {"micron_6550ion_vs_p5336", "micron_9550_gnn_bam", "amax_5210ion_vs_hdd", "storagereview_ckpt_fill", "mlperf_storage_v1"}
@@ -71,10 +73,17 @@ def test_published_figures_in_studies_match_the_reference_file():
 CHEAP = ["micron_6550ion_vs_p5336", "micron_9550_gnn_bam", "storagereview_ckpt_fill"]
 
 
+def reproduce(names: list[str], out: Path) -> tuple[str, list[Path]]:
+    """What `iowatt reproduce NAMES --out OUT --jobs 0` does, returning (stdout text, files written)."""
+    from iowatt.scenarios.executors import InlineExecutor
+
+    return present(rp.run_studies(rp.load_studies(names), InlineExecutor()), out, " ".join(names))
+
+
 @pytest.fixture(scope="module")
 def all_out(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
-    text, _ = rp.reproduce(CHEAP, out)
+    text, _ = reproduce(CHEAP, out)
     return out, text
 
 
@@ -117,7 +126,7 @@ def test_ratio_claims_and_their_place_on_the_bars():
     claim = next(c for c in result.claims if c.published.metric == "time (s)")
     assert claim.predicted == pytest.approx(b / a)
     # a published ratio b/a = 2.51 puts b at 2.51 x iowatt's a in the run's own units
-    assert rp._published_absolute(result, claim.published) == pytest.approx(2.51 * a)
+    assert rp.published_absolute(result, claim.published) == pytest.approx(2.51 * a)
     rows = comparison_rows(result)
     assert sum(r["kind"] == "data" for r in rows) == len(study.sections[0].runs) * len(study.sections[0].metrics)
 
@@ -152,7 +161,7 @@ def test_a_missing_scenario_is_reported_and_the_rest_still_runs(tmp_path):
         "metrics": [{"label": "time (s)", "metric": "metrics.save_checkpoint_duration_mean_seconds"}],
         "published": [{"run": "gone", "metric": "time (s)", "value": 10.0}],
     }])
-    text, written = rp.reproduce([str(path)], tmp_path / "out")
+    text, written = reproduce([str(path)], tmp_path / "out")
     assert "not run: gone" in text and "no such scenario file" in text
     index = (tmp_path / "out" / "index.md").read_text()
     assert "**not run**: gone" in index
@@ -164,8 +173,8 @@ def test_a_missing_scenario_is_reported_and_the_rest_still_runs(tmp_path):
 
 
 def test_without_matplotlib_tables_and_csvs_are_still_written(tmp_path, monkeypatch):
-    monkeypatch.setattr(rp, "plots_available", lambda: False)
-    text, _ = rp.reproduce(["micron_6550ion_vs_p5336"], tmp_path)
+    monkeypatch.setattr(figures, "plots_available", lambda: False)
+    text, _ = reproduce(["micron_6550ion_vs_p5336"], tmp_path)
     assert "pip install 'iowatt[plots]'" in text
     assert not list(tmp_path.rglob("*.png")) and list(tmp_path.rglob("*.csv"))
     assert (tmp_path / "index.md").is_file()

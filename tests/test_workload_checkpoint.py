@@ -89,7 +89,8 @@ def test_restore_reads_the_checkpoint_back():
 
 
 def test_too_small_a_drive_for_one_checkpoint_is_a_clear_error():
-    with pytest.raises(ValueError, match="does not fit"):
+    # refused when the scenario is loaded (scenarios.checks), before the workload's own fill_target check
+    with pytest.raises(ValueError, match="found one checkpoint: 70 TB"):
         _run("workload.size=70 TB", "workload.passes=1")
 
 

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
+from iowatt.app import App
 from iowatt.errors import UserError, user_errors
 
-collect_app = typer.Typer(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
+collect_app = App(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
 
 
 def _errors() -> tuple[type[Exception], ...]:
@@ -65,7 +66,8 @@ def collect_fio(
     out = out or _default_out("fio-bundle")
     if not quiet:
         print(f"{chosen.name}: {len(chosen.jobs)} jobs x {repeat}, about {chosen.estimated_seconds(repeat):.0f} s", file=sys.stderr)
-    manifest = collect(target, chosen, out, repeat=repeat, destructive=destructive, serial=serial, progress=(lambda _: None) if quiet else None)
+    say = None if quiet else (lambda text: print(text, file=sys.stderr))
+    manifest = collect(target, chosen, out, repeat=repeat, destructive=destructive, serial=serial, progress=say)
     absent = [k for k, v in manifest.power_sources.items() if not v.available]
     print(f"bundle {out} (manifest {manifest.id}): {len(manifest.jobs)} jobs, {sum(len(j.runs) for j in manifest.jobs)} runs; "
           f"power sources absent: {', '.join(absent) or 'none'}", file=sys.stderr)
@@ -80,7 +82,8 @@ def collect_dlio(
     config: Annotated[Path | None, typer.Option("--config", help="A DLIO workload YAML to run (needs dlio_benchmark on PATH).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle directory to create (default: dlio-bundle-DATE).")] = None,
     override: Annotated[
-        list[str] | None, typer.Option("--override", help="Hydra override passed to DLIO with --config, e.g. ++workload.dataset.data_folder=/scratch/d")
+        list[str] | None,
+        typer.Option("--override", metavar="KEY=VALUE", help="Hydra override passed to DLIO with --config, e.g. ++workload.dataset.data_folder=/scratch/d"),
     ] = None,
 ) -> None:
     """Ingest a DLIO output folder, or run DLIO, into a trace bundle."""
@@ -105,7 +108,9 @@ def calibrate(
     kind: Annotated[str, typer.Option("--kind", help="ssd: a drive profile; cluster: a cluster's software from its clients' fio runs.")] = "ssd",
     scenario: Annotated[Path | None, typer.Option("--scenario", help="cluster: a scenario whose system.storage is the measured cluster.")] = None,
     clients: Annotated[int, typer.Option("--clients", help="cluster: clients that ran BUNDLE's jobs at once (it holds one's results).")] = 1,
-    more: Annotated[list[str] | None, typer.Option("--more", help="cluster: a further BUNDLE=CLIENTS measured with another client count.")] = None,
+    more: Annotated[
+        list[str] | None, typer.Option("--more", metavar="BUNDLE=CLIENTS", help="cluster: a further BUNDLE=CLIENTS measured with another client count.")
+    ] = None,
     holdout: Annotated[float, typer.Option("--holdout", help="Fraction of jobs held back for `iowatt validate` (drawn per rw kind).")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the holdout draw.")] = 0,
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
@@ -113,6 +118,7 @@ def calibrate(
     """Fit device parameters (or a cluster's software) to a bundle (least squares) and write a calibrated profile."""
     from iowatt.calibration import bundle, fit, profile
     from iowatt.calibration.dataset import load_jobs
+    from iowatt.calibration.target import virtual_device_warning
     from iowatt.models import catalog
     from iowatt.output import write_text
 
@@ -125,6 +131,9 @@ def calibrate(
         raise UserError("--base: --kind ssd needs the catalog SSD whose values the bundle does not inform, found none")
     base_entry = catalog.lookup("ssd", base)
     manifest = bundle.load(bundle_path)
+    warning = virtual_device_warning(manifest.target)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     jobs = load_jobs(bundle_path, manifest)
     training, held = fit.split_holdout(jobs, holdout, seed)
     result = fit.fit(training, base_entry.spec)  # type: ignore[arg-type]
@@ -184,6 +193,8 @@ def validate(
     """Predict measurements and print predicted vs measured with the error."""
     from iowatt.output import choose_format, write_text
 
+    if bundle_path is not None and table is not None:
+        raise UserError(f"TABLE {table} and --bundle {bundle_path}: expected one of them (a validation table, or a bundle with --profile), found both")
     if bundle_path is None:
         if table is None:
             raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")
@@ -205,21 +216,17 @@ def validate(
     if chosen == "json":
         write_text(json.dumps(report, indent=2) + "\n", None)
         return
-    from rich.console import Console
-    from rich.table import Table
+    from iowatt.output.tables import Table, render
 
-    out = Table(title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}")
     columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict", "simulator_MBps")
-    for column in columns:
-        out.add_column(column, justify="left" if column in ("job", "verdict") else "right")
-    for row in report["jobs"]:
-        out.add_row(*("" if row[c] is None else (f"{row[c]:+.1f}" if c == "error_pct" else str(row[c])) for c in columns))
-    console = Console(width=140)
-    console.print(out)
+    rows = [["" if row[c] is None else (f"{row[c]:+.1f}" if c == "error_pct" else str(row[c])) for c in columns] for row in report["jobs"]]
     s = report["summary"]
-    console.print(f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
-                  f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
-                  "(simulator_MBps: what `iowatt run` predicts with the profile as a device)")
+    summary = (f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
+               f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
+               "(simulator_MBps: what `iowatt run` predicts with the profile as a device)")
+    table = Table(columns, rows, title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}",
+                  right=frozenset(c for c in columns if c not in ("job", "verdict")))
+    write_text(render([table, summary], width=140), None)
 
 
 def register(app: typer.Typer) -> None:

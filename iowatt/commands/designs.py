@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 @user_errors
 def designs(
     scenario: Annotated[str, typer.Argument(help="A checkpoint scenario with workload.save (file or library name).")],
-    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override PATH=VALUE for every design (repeatable).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", metavar="PATH=VALUE", help="Override PATH=VALUE for every design (repeatable).")] = None,
     modes: Annotated[str, typer.Option("--modes", help="Designs to run, comma-separated: blocking, async, tiered.")] = "blocking,async,tiered",
     nodes: Annotated[int | None, typer.Option("--nodes", help="Failure model: hosts in the job (enables goodput).")] = None,
     node_mtbf_hours: Annotated[float | None, typer.Option("--node-mtbf-hours", help="Failure model: MTBF of one host, hours.")] = None,
@@ -46,8 +46,8 @@ def designs(
 ) -> None:
     """Compare checkpoint save designs: stall, durable-after, bytes and energy per tier, goodput at a failure rate."""
     from iowatt.output import choose_format, write_text
+    from iowatt.output.serialize import to_csv
     from iowatt.scenarios import checkpoint_designs as cd
-    from iowatt.simulator import report
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     failure = _failure(nodes, node_mtbf_hours, restart_seconds, local_recovery_share)
@@ -61,7 +61,7 @@ def designs(
         data = {"scenario": scenario, "designs": [{**r, "timeline": t} for r, t in zip(rows, timelines, strict=True)]}
         write_text(json.dumps(data, indent=2) + "\n", output)
     elif chosen == "csv":
-        write_text(report.to_csv(rows), output)
+        write_text(to_csv(rows), output)
     else:
         write_text(_table(rows), output)
 
@@ -83,7 +83,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from iowatt.simulator.report import format_number
+    from iowatt.output.tables import format_number
 
     table = Table(title="checkpoint designs")
     table.add_column("metric")

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from iowatt.app import OutputOption
 from iowatt.errors import UserError, user_errors
 
-SetOption = Annotated[list[str] | None, typer.Option("--set", "-s", help="Fixed override PATH=VALUE for every case (repeatable).")]
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from iowatt.output.rows import RowFile
+    from iowatt.scenarios.sweep import Case, Sweep, SweepResult
+
+SetOption = Annotated[list[str] | None, typer.Option("--set", "-s", metavar="PATH=VALUE", help="Fixed override PATH=VALUE for every case (repeatable).")]
 FormatOption = Annotated[
     str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal, json otherwise).")
 ]
-OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")]
 NodesOption = Annotated[int | None, typer.Option("--nodes", help="Failure model: nodes in the job (enables goodput metrics).")]
 MtbfOption = Annotated[float | None, typer.Option("--node-mtbf-hours", help="Failure model: mean time between failures of one node, hours.")]
 RestartOption = Annotated[float, typer.Option("--restart-seconds", help="Failure model: time to restart the job after a failure.")]
@@ -34,9 +40,15 @@ def register(app: typer.Typer) -> None:
 def sweep(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML (or library name), or a sweep YAML with scenario/grid/random.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Results file: .csv or .parquet; rows are added as they finish.")],
-    grid: Annotated[list[str] | None, typer.Option("--grid", "-g", help="Axis KEY=V1,V2,... (same paths as --set); full factorial (repeatable).")] = None,
+    grid: Annotated[
+        list[str] | None,
+        typer.Option("--grid", "-g", metavar="KEY=V1,V2,...", help="Axis KEY=V1,V2,... (same paths as --set); full factorial (repeatable)."),
+    ] = None,
     random_: Annotated[int | None, typer.Option("--random", help="Draw N random cases instead of the full factorial.")] = None,
-    range_: Annotated[list[str] | None, typer.Option("--range", help="Random axis KEY=LO:HI, uniform (integers when both ends are) (repeatable).")] = None,
+    range_: Annotated[
+        list[str] | None,
+        typer.Option("--range", metavar="KEY=LO:HI", help="Random axis KEY=LO:HI, uniform (integers when both ends are) (repeatable)."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --random draws.")] = 0,
     set_: SetOption = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes (default: CPU count; 0 = run in this process).")] = None,
@@ -45,8 +57,12 @@ def sweep(
     resume: Annotated[bool, typer.Option("--resume", help="Keep the rows already in --output and skip their scenario hashes.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="csv or parquet (default: by --output extension).")] = None,
 ) -> None:
-    """Run a grid or random sample of variants of one scenario; one row per case."""
+    """Run a grid or random sample of variants of one scenario; one row per case, in case order.
+
+    Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
+    (every case is an invalid scenario, an axis is given twice, a bad option). A progress bar goes to stderr when it is a terminal."""
     from iowatt.scenarios import sweep as sw
+    from iowatt.scenarios.executors import open_executor
 
     chosen = fmt or {".csv": "csv", ".parquet": "parquet"}.get(output.suffix.lower())
     if chosen not in ("csv", "parquet"):
@@ -64,17 +80,89 @@ def sweep(
     if random_ is not None:
         spec.samples, spec.seed = random_, seed
     cases = sw.expand(spec)
-    sink = sw.RowSink(output, chosen)
-    with sw.open_executor(jobs, address, scheduler_file) as executor:
-        result = sw.run_sweep(spec, executor, sink, resume=resume, progress=sys.stderr.isatty(), cases=cases)
+    with open_executor(jobs, address, scheduler_file) as executor:
+        result = sweep_to_file(spec, executor, output, chosen, resume=resume, cases=cases)
+    _sweep_verdict(result, output)
+
+
+SWEEP_TEXT_COLUMNS = ("scenario_hash", "sweep_id", "error")
+
+
+def sweep_to_file(spec: Sweep, executor: Executor, output: Path, fmt: str, *, resume: bool = False, cases: list[Case] | None = None,
+                  chunk_size: int | None = None, progress: bool | None = None) -> SweepResult:
+    """Run the sweep, streaming its rows to `output` in case order; with `resume`, keep this sweep's finished rows and skip them."""
+    from iowatt.output.progress import ProgressBar
+    from iowatt.output.rows import RowFile
+    from iowatt.scenarios import sweep as sw
+
+    cases = sw.expand(spec) if cases is None else cases
+    sink = RowFile(output, fmt, text_columns=SWEEP_TEXT_COLUMNS)
+    keep = sw.resumable(sink.existing(), spec, str(output)) if resume else []
+    rows = _DeferredRows(sink, keep, ["case", *spec.keys, *SWEEP_TEXT_COLUMNS])
+    result: SweepResult | None = None
+    try:
+        with ProgressBar("sweep", len(cases) - len(keep), enabled=progress) as bar:
+            result = sw.run_sweep(spec, executor, done_hashes={str(r["scenario_hash"]) for r in keep}, on_row=rows.add,
+                                  on_case=bar.advance, cases=cases, chunk_size=chunk_size)
+    finally:
+        rows.close(write=result is None or not result.all_invalid)
+    if keep and result.done:
+        sink.rewrite(sorted(sink.rows, key=lambda r: int(str(r["case"]))))  # kept and new rows in one case order
+    return result
+
+
+class _DeferredRows:
+    """Rows reach the file from the first successful row on, so a sweep whose every case is invalid leaves --output untouched."""
+
+    def __init__(self, sink: RowFile, keep: list[dict[str, object]], columns: list[str]) -> None:
+        self.sink, self.keep, self.columns = sink, keep, columns
+        self.pending: list[dict[str, object]] = []
+        self.started = False
+        if keep:
+            self._start()
+
+    def _start(self) -> None:
+        self.sink.start(self.keep, self.columns)
+        self.started = True
+        for row in self.pending:
+            self.sink.add(row)
+
+    def add(self, row: dict[str, object]) -> None:
+        if self.started:
+            self.sink.add(row)
+            return
+        self.pending.append(row)
+        if not row["error"]:
+            self._start()
+
+    def close(self, write: bool) -> None:
+        """Write what is pending (unless `write` is false: every case was invalid and the file was never touched) and close."""
+        if not self.started and write:
+            self._start()
+        if self.started:
+            self.sink.close()
+
+
+def _sweep_verdict(result: SweepResult, output: Path) -> None:
+    """The summary on stderr, and the exit status: 2 when every case was invalid input, 1 when any case failed or was lost."""
+    failures = result.failures()
+    if result.all_invalid:
+        raise UserError(f"every case of the sweep is an invalid scenario ({output} not written), e.g. {failures[0]}")
     rate = result.done / result.seconds if result.seconds > 0 else 0.0
     print(
         f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}, "
         f"{len(result.lost)} lost; {result.seconds:.2f} s, {rate:.1f} scenarios/s",
         file=sys.stderr,
     )
+    for line in failures[:10]:
+        print(f"failed: {line}", file=sys.stderr)
+    if len(failures) > 10:
+        print(f"failed: ... and {len(failures) - 10} more (see the `error` column of {output})", file=sys.stderr)
     if result.lost:
         print(f"error: {len(result.lost)} case(s) lost with their worker ({result.lost[0]}); rerun with --resume", file=sys.stderr)
+    if failures:
+        print(f"error: {len(failures)} of {result.done} case(s) failed; their rows are in {output} with the reason", file=sys.stderr)
+    if failures or result.lost:
         raise typer.Exit(1)
 
 
@@ -94,7 +182,11 @@ def _failure(nodes: int | None, mtbf: float | None, restart: float) -> Any:
 @user_errors
 def compare(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
-    vary: Annotated[list[str], typer.Option("--vary", "-v", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross.")],
+    vary: Annotated[
+        list[str],
+        typer.Option("--vary", "-v", metavar="KEY=V1,V2,...", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross. "
+                     "A whole section may be a YAML file or an inline mapping: storage=local.yaml,raid5.yaml or storage={kind: raid, level: 5, ...}."),
+    ],
     cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists instead of pairing them.")] = False,
     set_: SetOption = None,
     nodes: NodesOption = None,
@@ -109,11 +201,11 @@ def compare(
     import json
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.serialize import to_csv
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios import sweep as sw
     from iowatt.scenarios.loader import validate
     from iowatt.scenarios.run import run_scenario
-    from iowatt.simulator import report
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     failure = _failure(nodes, node_mtbf_hours, restart_seconds)
@@ -154,7 +246,7 @@ def compare(
             for name in _metric_names(cases)
             for c in cases
         ]
-        write_text(report.to_csv(rows), output)
+        write_text(to_csv(rows), output)
     else:
         write_text(_compare_table(cases), output)
 
@@ -173,18 +265,9 @@ def _metric_names(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def _compare_table(cases: list[dict[str, Any]]) -> str:
-    import io
+    from iowatt.output.tables import Table, format_number, render
 
-    from rich.console import Console
-    from rich.table import Table
-
-    from iowatt.simulator.report import format_number
-
-    console = Console(file=io.StringIO(), width=60 + 34 * len(cases), force_terminal=False, color_system=None)
-    table = Table(title="compare (ratio to the first column)")
-    table.add_column("metric")
-    for case in cases:
-        table.add_column(case["label"], justify="right", overflow="fold")
+    rows = []
     for name in _metric_names(cases):
         cells = []
         for i, case in enumerate(cases):
@@ -194,9 +277,10 @@ def _compare_table(cases: list[dict[str, Any]]) -> str:
             if i > 0 and ratio is not None:
                 text += f" ({ratio:.3g}x)"
             cells.append(text)
-        table.add_row(name, *cells)
-    console.print(table)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+        rows.append([name, *cells])
+    labels = [case["label"] for case in cases]
+    table = Table(["metric", *labels], rows, title="compare (ratio to the first column)", right=frozenset(labels))
+    return render([table], width=60 + 34 * len(cases))
 
 
 @user_errors
@@ -215,9 +299,9 @@ def plan(
 
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios import plan as pl
-    from iowatt.scenarios.sweep import open_executor
+    from iowatt.scenarios.executors import open_executor
 
-    chosen = choose_format(fmt, output, ("table", "json"))
+    chosen = choose_format(fmt, output, ("table", "json", "csv"))
     spec = pl.load_spec(spec_file)
     with open_executor(jobs, address, scheduler_file) as executor:
         result = pl.search(spec, executor)
@@ -242,6 +326,12 @@ def plan(
         }
         write_text(json.dumps(document, indent=2, default=str) + "\n", output)
         return
+    if chosen == "csv":  # one row per configuration, as in the JSON's `configurations`; lists joined with '; '
+        from iowatt.output.serialize import to_csv
+
+        rows = [{k: "; ".join(map(str, v)) if isinstance(v, list) else v for k, v in c.items()} for c in result.configs]
+        write_text(to_csv(rows), output)
+        return
     write_text(_plan_text(result, ranked[:top], front, cost_axis, rejected), output)
 
 
@@ -261,21 +351,14 @@ def _plan_columns(spec: Any) -> list[str]:
 
 
 def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, Any]], cost_axis: str, rejected: list[dict[str, Any]]) -> str:
-    import io
-
-    from rich.console import Console
-    from rich.table import Table
-
-    from iowatt.simulator.report import format_number
+    from iowatt.output.tables import Table, format_number, render
 
     spec = result.spec
-    console = Console(file=io.StringIO(), width=220, force_terminal=False, color_system=None)
     sense = "maximise" if spec.maximise else "minimise"
-    console.print(f"plan {spec.name}: {sense} {spec.objective} subject to {'; '.join(map(str, spec.constraints)) or 'no constraints'}")
-    console.print(
-        f"search: {result.search}; {result.simulations} simulation(s), {len(result.configs)} configuration(s), "
-        f"{len(result.feasible)} feasible"
-    )
+    blocks: list[Table | str] = [
+        f"plan {spec.name}: {sense} {spec.objective} subject to {'; '.join(map(str, spec.constraints)) or 'no constraints'}",
+        f"search: {result.search}; {result.simulations} simulation(s), {len(result.configs)} configuration(s), {len(result.feasible)} feasible",
+    ]
     columns = [c for c in _plan_columns(spec) if any(row.get(c) is not None for row in result.configs)]
 
     def cell(row: dict[str, Any], column: str) -> str:
@@ -284,52 +367,23 @@ def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, An
             return "no price in catalog" if column == "cost_usd" else ""
         return format_number(value)
 
-    def render(title: str, rows: list[dict[str, Any]]) -> None:
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(cell(row, c) for c in columns))
-        console.print(table)
+    def table(title: str, rows: list[dict[str, Any]]) -> Table:
+        return Table(columns, [[cell(row, c) for c in columns] for row in rows], title=title)
 
-    if best:
-        render("best configurations", best)
-    else:
-        console.print("no configuration meets every constraint")
+    blocks.append(table("best configurations", best) if best else "no configuration meets every constraint")
     if front:
-        render(f"Pareto front ({cost_axis} vs save_checkpoint_duration_mean_seconds, feasible only)", front)
-    for family in rejected:
-        console.print(f"rejected {family['family']}: bound by {'; '.join(family['bound_by'])}")
-    for note in result.notes:
-        console.print(f"note: {note}")
-    return console.file.getvalue()  # type: ignore[attr-defined]
+        blocks.append(table(f"Pareto front ({cost_axis} vs save_checkpoint_duration_mean_seconds, feasible only)", front))
+    blocks += [f"rejected {family['family']}: bound by {'; '.join(family['bound_by'])}" for family in rejected]
+    blocks += [f"note: {note}" for note in result.notes]
+    return render(blocks, width=220)
 
 
 def _plot(result: Any, front: list[dict[str, Any]], cost_axis: str, path: Path) -> None:
-    try:
-        import matplotlib
+    from iowatt.output.figures import ScatterPoint, draw_pareto, plots_available
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UserError(f"--plot {path}: matplotlib is not installed (pip install 'iowatt[plots]')") from None
+    if not plots_available():
+        raise UserError(f"--plot {path}: matplotlib is not installed (pip install 'iowatt[plots]')")
     time_axis = "save_checkpoint_duration_mean_seconds"
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for feasible, colour, label in ((False, "0.7", "rejected"), (True, "tab:blue", "feasible")):
-        pts = [c for c in result.configs if c["feasible"] is feasible and c.get(cost_axis) is not None and c.get(time_axis) is not None]
-        ax.scatter([c[cost_axis] for c in pts], [c[time_axis] for c in pts], c=colour, label=label, s=24)
-    if front:
-        ax.plot([c[cost_axis] for c in front], [c[time_axis] for c in front], "r-o", label="Pareto front", ms=4)
-    ax.set_xlabel(cost_axis)
-    ax.set_ylabel("checkpoint save time (s)")
-    ax.set_title(result.spec.name)
-    ax.legend()
-    fig.tight_layout()
-    import io
-
-    from iowatt.output import write_bytes
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    write_bytes(buffer.getvalue(), path)
+    points = [ScatterPoint(c[cost_axis], c[time_axis], bool(c["feasible"])) for c in result.configs
+              if c.get(cost_axis) is not None and c.get(time_axis) is not None]
+    draw_pareto(points, [(c[cost_axis], c[time_axis]) for c in front], cost_axis, "checkpoint save time (s)", result.spec.name, path)

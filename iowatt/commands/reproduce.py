@@ -1,14 +1,24 @@
-"""`iowatt reproduce`: the published studies, as tables and figures."""
+"""`iowatt reproduce`: the published studies, as tables, CSVs, figures and an index.md.
+
+`iowatt.scenarios.reproduce` runs the studies and returns their results; this
+module turns them into text, CSV, Markdown and figures with `iowatt.output`.
+"""
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from iowatt.errors import user_errors
+from iowatt.output.figures import FigureClaim, FigureRun, StudyFigure
+from iowatt.output.tables import Table, format_number
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.reproduce import SectionResult, StudyResult
 
 
 def register(app: typer.Typer) -> None:
@@ -19,20 +29,153 @@ def register(app: typer.Typer) -> None:
                                                    "storagereview_ckpt_fill, mlperf_storage_v1; see scenarios/studies/), a study "
                                                    "YAML file, or `all`.")] = "all",
         out: Annotated[Path | None, typer.Option("--out", help="Write figures (PNG, SVG), their CSVs and index.md here.")] = None,
+        jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes for the studies' scenarios (default: CPU count; "
+                                                                      "0 = run in this process). The output is the same in any case.")] = None,
     ) -> None:
         """Run a published study's scenarios; print its comparison tables (published vs predicted) and draw its figures.
 
         Figures need matplotlib (pip install 'iowatt\\[plots]'); without it the tables, CSVs and index.md are still written.
-        A scenario that is missing or fails is reported in the tables, never fatal.
+        A scenario that is missing or fails is reported in the tables, never fatal. A progress bar goes to stderr when it is a terminal.
         """
-        from iowatt.scenarios.reproduce import plots_available, study_files
-        from iowatt.scenarios.reproduce import reproduce as run
+        from iowatt.output import figures
+        from iowatt.output.progress import ProgressBar
+        from iowatt.scenarios import reproduce as rp
+        from iowatt.scenarios.executors import open_executor
 
-        names = list(study_files()) if study == "all" else [study]
-        text, written = run(names, out)
+        every = study == "all"
+        studies = rp.load_studies(list(rp.study_files()) if every else [study])
+        with open_executor(jobs) as executor, ProgressBar("reproduce", len(rp.distinct_runs(studies))) as bar:
+            results = rp.run_studies(studies, executor, bar.advance)
+        text, written = present(results, out, "all" if every else study)
         sys.stdout.write(text + "\n")
         if out is not None:
-            kind = "figures, CSVs" if plots_available() else "CSVs (no figures: matplotlib missing)"
+            kind = "figures, CSVs" if figures.plots_available() else "CSVs (no figures: matplotlib missing)"
             print(f"wrote {len(written)} files ({kind}); open {out / 'index.md'}", file=sys.stderr)
         else:
             print("add --out DIR to write figures, their CSVs and index.md", file=sys.stderr)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else format_number(value)
+
+
+def section_tables(result: SectionResult) -> tuple[Table, Table | None]:
+    """The study's own table (runs x metrics) and the published figures beside iowatt's (None when the section has none)."""
+    section = result.section
+    show_x = any(r.x is not None for r in section.runs)
+    suffix = " (mean)" if section.figure == "trace" else ""
+    numbers = ["run", *([section.x_label or "x"] if show_x else []), *(m.label + suffix for m in section.metrics)]
+    columns = [*numbers, *section.labels]  # text columns (e.g. what binds each run) after the numbers
+    rows = []
+    for run in section.runs:
+        cells = [result.values[(run.label, m.label)] for m in section.metrics]
+        rows.append([run.label, *([_fmt(run.x)] if show_x else []), *("ERROR" if c.failure else _fmt(c.predicted) for c in cells),
+                     *(result.labels.get((run.label, name), "") for name in section.labels)])
+    runs = Table(columns, rows, right=frozenset(numbers[1:]))
+    if not result.claims:
+        return runs, None
+    from iowatt.scenarios.reproduce import claim_label
+
+    claim_rows = [[claim_label(c.published), _fmt(c.published.value), _fmt(c.predicted),
+                   "-" if c.error is None else f"{100 * c.error:+.1f}", c.published.source] for c in result.claims]
+    claims = Table(["claim", "published", "iowatt", "error %", "source"], claim_rows, title="published vs iowatt",
+                   right=frozenset({"published", "iowatt", "error %"}), title_left=True)
+    return runs, claims
+
+
+def section_text(result: SectionResult) -> str:
+    from iowatt.output.tables import render
+    from iowatt.scenarios.reproduce import failures
+
+    runs, claims = section_tables(result)
+    # the title goes on its own line: as a table title rich would wrap it to the table's width
+    blocks: list[Table | str] = [result.section.title, runs, *([claims] if claims else [])]
+    blocks += [f"not run: {run}: {why}" for run, why in failures(result).items()]
+    blocks += [result.section.note] if result.section.note else []
+    return render(blocks, width=160)
+
+
+def section_markdown(result: SectionResult) -> list[str]:
+    from iowatt.output.tables import markdown
+    from iowatt.scenarios.reproduce import failures
+
+    runs, claims = section_tables(result)
+    lines = markdown(runs)
+    if claims is not None:
+        lines += markdown(Table(["published claim", *claims.columns[1:]], claims.rows, right=claims.right))
+    lines += [f"- **not run**: {run.replace('|', chr(92) + '|')}: `{why}`" for run, why in failures(result).items()]
+    if failures(result):
+        lines.append("")
+    return lines + ([result.section.note, ""] if result.section.note else [])
+
+
+def section_figure(result: SectionResult) -> StudyFigure:
+    from iowatt.scenarios.reproduce import published_absolute
+
+    s = result.section
+    return StudyFigure(
+        kind=s.figure, title=s.title, x_label=s.x_label, x_log2=s.x_log2, y_log=s.y_log, trace_span=s.trace_span,
+        runs=[FigureRun(r.label, r.x, r.series) for r in s.runs],
+        metrics=[m.label for m in s.metrics],
+        values={key: cell.predicted for key, cell in result.values.items()},
+        traces={key: cell.trace for key, cell in result.values.items() if cell.trace is not None},
+        claims=[FigureClaim(c.published.run, c.published.metric, c.published.value, c.published.relative_to,
+                            published_absolute(result, c.published)) for c in result.claims],
+    )
+
+
+def present(results: list[StudyResult], out: Path | None, asked: str) -> tuple[str, list[Path]]:
+    """(the text to print, the files written under `out`): tables always; with `out`, CSVs, figures and index.md."""
+    from iowatt.output import figures
+    from iowatt.output.files import write_text
+    from iowatt.output.serialize import to_csv
+    from iowatt.scenarios.reproduce import comparison_rows, slug
+
+    text: list[str] = []
+    written: list[Path] = []
+    plots = figures.plots_available()
+    summary = ["| study | published figures | predicted | median abs error % | max abs error % |", "|---|---:|---:|---:|---:|"]
+    body: list[str] = []
+    for study in results:
+        text.append(f"== {study.study.title}")
+        body += [f"## {study.study.title}", "", f"Study `{study.study.id}`. Source: {study.study.source}", ""]
+        body += [study.study.note, ""] if study.study.note else []
+        stems: set[str] = set()
+        for result in study.sections:
+            section = result.section
+            text.append(section_text(result))
+            body += [f"### {section.title}", ""]
+            if out is None:
+                body += section_markdown(result)
+                continue
+            folder = out / study.study.id
+            folder.mkdir(parents=True, exist_ok=True)
+            name = slug(section.title)
+            while name in stems:  # two titles alike in their first 60 characters
+                name += "_2"
+            stems.add(name)
+            stem = folder / name
+            write_text(to_csv(comparison_rows(result)), stem.with_suffix(".csv"), "--out")
+            written.append(stem.with_suffix(".csv"))
+            drawn = plots and section.figure != "none"
+            if drawn:
+                written += figures.draw_study_figure(section_figure(result), stem)
+                body += [f"![{section.title}]({study.study.id}/{name}.png)", ""]
+            body += section_markdown(result)
+            body += [f"Data: [{name}.csv]({study.study.id}/{name}.csv)"
+                     + (f", vector figure: [{name}.svg]({study.study.id}/{name}.svg)" if drawn else ""), ""]
+        errors = study.abs_errors()
+        median = f"{100 * statistics.median(errors):.1f}" if errors else "-"
+        worst = f"{100 * max(errors):.1f}" if errors else "-"
+        summary.append(f"| {study.study.id} | {len(study.claims)} | {len(errors)} | {median} | {worst} |")
+    if out is not None:
+        index = ["# iowatt reproductions of published studies", "",
+                 f"Made by `iowatt reproduce {asked}`. Each section shows the figure, the CSV behind it, the values iowatt predicts and, "
+                 "where the study published a figure, the published value beside the comparable prediction with the signed error "
+                 "((iowatt - published) / published).", ""]
+        out.mkdir(parents=True, exist_ok=True)
+        write_text("\n".join(index + summary + [""] + body) + "\n", out / "index.md", "--out")
+        written.append(out / "index.md")
+        if not plots:
+            text.append("figures need matplotlib: pip install 'iowatt[plots]' (make demo installs it); tables and CSVs were written")
+    return "\n".join(text), written

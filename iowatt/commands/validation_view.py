@@ -60,7 +60,7 @@ def _remark(r: RowResult) -> str:
 
 
 def format_number(value: float) -> str:
-    from iowatt.simulator.report import format_number as formatted
+    from iowatt.output.tables import format_number as formatted
 
     if float(value).is_integer() and abs(value) < 1e6:
         return f"{int(value):,}"  # counts (a layout's pieces, a request window) read as whole numbers

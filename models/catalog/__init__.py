@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from iowatt.models import strict_yaml
+from iowatt.models.catalog.defaults import defaults_for
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.hdd import HDDSpec
 from iowatt.models.host_interface import HbaSpec
@@ -47,7 +49,7 @@ class CatalogEntry:
 
 
 def _parse_file(path: Path) -> list[CatalogEntry]:
-    raw = yaml.safe_load(path.read_text())
+    raw = strict_yaml.load(path.read_text())
     if not isinstance(raw, dict) or "kind" not in raw or "entries" not in raw:
         raise CatalogError(f"{path.name}: expected a mapping with `kind` and `entries`")
     kind = raw["kind"]
@@ -61,6 +63,7 @@ def _parse_file(path: Path) -> list[CatalogEntry]:
         try:
             plain, record = unwrap(fields)
             spec = spec_type.model_validate({"name": name, **plain})
+            record = {**defaults_for(kind, set(plain)), **record}  # a default value carries its own provenance
         except (ValidationError, ValueError) as error:
             raise CatalogError(f"{path.name}: entry {name!r} is invalid: {error}") from None
         entries.append(CatalogEntry(name, kind, spec, record, aliases, path.name))
@@ -140,7 +143,9 @@ def lookup(kind: str, name: str) -> CatalogEntry:
 
 
 def find(name: str) -> CatalogEntry:
-    """Look a name up in every family (for `iowatt catalog show`)."""
+    """Look a name up in every family (for `iowatt catalog show`); `profile:PATH` reads a calibrated profile."""
+    if name.startswith(PROFILE_PREFIX):
+        return load_file("ssd", Path(name.removeprefix(PROFILE_PREFIX)).expanduser())
     _, names = _load()
     for key, target in names.items():
         if key.split(":", 1)[1] == name.lower():
@@ -155,6 +160,8 @@ def spec_from(kind: str, value: Any) -> BaseModel:
         return lookup(kind, value).spec
     if isinstance(value, dict):
         if "base" in value:
+            if not isinstance(value["base"], str):
+                raise ValueError(f"base: expected a {kind} catalog name, found {value['base']!r}")
             base = lookup(kind, value["base"]).spec.model_dump()
             overrides = {k: v for k, v in value.items() if k != "base"}
             return spec_type.model_validate({**base, **overrides})

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from iowatt.models import catalog
 from iowatt.models.hdd import HDDSpec
 from iowatt.models.ssd import SSDSpec, power_cap_W
 from iowatt.models.units import Fraction
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.machine import CatalogRef, check_catalog_ref, parse_power_state
+from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogRef, check_catalog_ref, parse_power_state
 from iowatt.simulator.storage.contract import Drive
 from iowatt.simulator.storage.hdd import HddDrive
 from iowatt.simulator.storage.ssd import SsdDrive
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 
 class DriveFields(BaseModel):
@@ -22,7 +22,7 @@ class DriveFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
-    power_state: int = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
+    power_state: Annotated[int, WithJsonSchema(POWER_STATE_SCHEMA)] = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity already holding data")
     layout_clusters: int = Field(
         default=1, ge=1, le=1024,

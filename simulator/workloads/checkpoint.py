@@ -156,6 +156,10 @@ class CheckpointParams(BaseModel):
             return MODEL_PRESETS[self.model][key]
         return default
 
+    def parallelism(self) -> dict[str, int]:
+        """tp, pp, dp and ZeRO stage in effect: as given, else the model preset's, else 1, 1, 1 and 0."""
+        return {k: int(self._setting(k, default)) for k, default in (("tp", 1), ("pp", 1), ("dp", 1), ("zero_stage", 0))}
+
     def shard_parts(self) -> list[tuple[float, float]]:
         """(weight bytes, optimizer bytes) each rank writes per checkpoint."""
         parallel = any(getattr(self, k) is not None for k in ("tp", "pp", "dp")) or (

@@ -1,0 +1,95 @@
+"""Tables for people: plain text drawn by rich (no colour, fixed width, so files and pipes get the same text) and Markdown."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Table:
+    """Cells are text already; `right` names the columns aligned right (numbers)."""
+
+    columns: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    title: str = ""
+    right: frozenset[str] = field(default_factory=frozenset)
+    title_left: bool = False
+
+
+def format_number(value: object) -> str:
+    """Four significant digits, thousands separators from 100 up, scientific notation outside [1e-3, 1e6)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if value == 0 or math.isnan(value):
+        return f"{value:g}"
+    magnitude = abs(value)
+    if magnitude >= 1e6 or magnitude < 1e-3:
+        return f"{value:.4g}"
+    if magnitude >= 100:
+        return f"{value:,.1f}"
+    return f"{value:.4g}"
+
+
+def render(blocks: Sequence[Table | str], width: int = 100) -> str:
+    """Tables and lines of text, in order, as plain text `width` characters wide."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
+    for block in blocks:
+        if isinstance(block, str):
+            # markup off: text such as '[global]' or 'x[0]' is shown as written
+            console.print(block, markup=False, highlight=False)
+            continue
+        table = RichTable(title=block.title or None, title_justify="left" if block.title_left else "center")
+        for column in block.columns:
+            table.add_column(column, justify="right" if column in block.right else "left", overflow="fold")
+        for row in block.rows:
+            table.add_row(*row)
+        console.print(table)
+    return buffer.getvalue()
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown(table: Table) -> list[str]:
+    """A GitHub-flavoured Markdown table (title omitted), then an empty line."""
+    aligns = "|" + "".join("---:|" if c in table.right else "---|" for c in table.columns)
+    lines = ["| " + " | ".join(map(_md_escape, table.columns)) + " |", aligns]
+    lines += ["| " + " | ".join(map(_md_escape, row)) + " |" for row in table.rows]
+    return [*lines, ""]
+
+
+def result_tables(document: Mapping[str, object]) -> list[Table | str]:
+    """A run's result document (`iowatt run -f json`): its metrics, what bound its storage, its energy by component."""
+    title = str(document.get("name") or "iowatt result")
+    metrics = document.get("metrics")
+    units = document.get("units")
+    rows = [[str(k), format_number(v)] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
+    if isinstance(units, Mapping) and units:  # names that do not say their unit (DLIO's MB/s is MiB/s)
+        rows = [[*row, str(units.get(row[0], ""))] for row in rows]
+        tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    else:
+        tables = [Table(["metric", "value"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    storage = document.get("storage")
+    if isinstance(storage, Mapping) and "binding_constraint" in storage:  # a volume that names its binding station
+        paths = storage.get("erasure_paths")
+        erasure = f"; erasure path: {'; '.join(map(str, paths))}" if isinstance(paths, list) and paths else ""
+        tables.append(f"binding constraint: {storage['binding_constraint']}{erasure}")
+    energy = document.get("energy")
+    components = energy.get("components") if isinstance(energy, Mapping) else None
+    if isinstance(components, Mapping) and components:
+        columns = ("component", "group", "energy_J", "energy_Wh", "mean_power_W", "peak_power_W")
+        erows = []
+        for name, row in components.items():
+            joules = float(row["energy_J"])
+            erows.append([str(name), str(row["group"]), format_number(joules), format_number(joules / 3600.0),
+                          format_number(row["mean_power_W"]), format_number(row["peak_power_W"])])
+        tables.append(Table(columns, erows, title="energy by component", right=frozenset(columns[2:])))
+    return tables

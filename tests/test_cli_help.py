@@ -1,0 +1,44 @@
+"""Help names what an option takes, and a command given two inputs says so (issue 18 item 10).
+
+Oracle: the help text itself, for every command and group of the app.
+"""
+
+from __future__ import annotations
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from iowatt.cli import app
+
+runner = CliRunner()
+
+
+def command_paths() -> list[list[str]]:
+    paths: list[list[str]] = [[]]
+    todo = [([], get_command(app))]
+    while todo:
+        prefix, command = todo.pop()
+        for name, sub in getattr(command, "commands", {}).items():
+            paths.append([*prefix, name])
+            todo.append(([*prefix, name], sub))
+    return sorted(paths)
+
+
+@pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "iowatt")
+def test_help_has_no_type_placeholders(path):
+    """Before: `--dry-run <bool>`, `--set <list[str]>`: flags take no value, list options take one PATH=VALUE each time."""
+    result = runner.invoke(app, [*path, "--help"], terminal_width=120)
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.stdout and "<list" not in result.stdout, result.stdout
+
+
+def test_list_options_name_their_values():
+    text = runner.invoke(app, ["sweep", "--help"], terminal_width=140).stdout
+    assert "PATH=VALUE" in text and "KEY=V1,V2,..." in text and "KEY=LO:HI" in text
+
+
+def test_validate_refuses_a_table_and_a_bundle_together(tmp_path):
+    """Before: TABLE was silently ignored when --bundle was given."""
+    result = runner.invoke(app, ["validate", "scenarios/validation/published.yaml", "--bundle", str(tmp_path), "--profile", str(tmp_path / "p.yaml")])
+    assert result.exit_code == 2 and "expected one of them" in result.stderr and "found both" in result.stderr
