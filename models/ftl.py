@@ -130,6 +130,7 @@ class FluidFTL:
     host_bytes: float = 0.0
     nand_bytes: float = 0.0
     written: dict[str, float] = field(default_factory=dict)
+    relocated_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.user_bytes > 0.0:
@@ -154,7 +155,7 @@ class FluidFTL:
 
     def copy(self) -> FluidFTL:
         groups = [Group(g.mass, dict(g.valid), g.ordered, g.lo, g.hi) for g in self.groups]
-        return FluidFTL(self.user_bytes, self.over_provisioning, groups, self.host_bytes, self.nand_bytes, dict(self.written))
+        return FluidFTL(self.user_bytes, self.over_provisioning, groups, self.host_bytes, self.nand_bytes, dict(self.written), self.relocated_bytes)
 
     # ------------------------------------------------------------ initial state
     def precondition(self, owners: dict[str, float], layout: Precondition) -> None:
@@ -189,7 +190,7 @@ class FluidFTL:
             raise ValueError(f"write: bytes must be >= 0, found {nbytes!r}")
         if nbytes == 0.0:
             return 0.0
-        start = self.nand_bytes
+        start = self.relocated_bytes
         steps = max(1, math.ceil(nbytes / (STEP_SHARE * self.user_bytes)))
         delta = nbytes / steps
         for _ in range(steps):
@@ -200,7 +201,7 @@ class FluidFTL:
             if len(self.groups) > 4 * PRECONDITION_GROUPS:
                 self._tidy()
         self._tidy()
-        return self.nand_bytes - start
+        return nbytes + (self.relocated_bytes - start)
 
     def discard(self, kills: list[Kill]) -> None:
         """TRIM: the data die now (whole blocks of ordered data are free at once)."""
@@ -275,6 +276,7 @@ class FluidFTL:
             self.groups.append(copy)
             self.free += mass - moved
             self.nand_bytes += moved
+            self.relocated_bytes += moved
 
     def _tidy(self) -> None:
         """Drop emptied groups; merge neighbouring ordered groups and dispersed groups of nearly one share."""

@@ -141,13 +141,19 @@ def random_overwrites(ftl: PageFTL, pages: np.ndarray, count: int, rng: np.rando
 
 def checkpoint_passes(user_pages: int, op: float, pages_per_block: int, file_share: float, per_pass: int, passes: int,
                       writers: int = 8, request: int = 8, policy: str = "next_fit", discard: bool = False,
-                      layout: str = "time") -> list[dict[str, float]]:
+                      layout: str = "time", fill: float = 0.0, seed: int = 5) -> list[dict[str, float]]:
     """Checkpoints of `writers` files each, `per_pass` per pass, each replacing the one `per_pass` before it
     (deleted, discarded when `discard`, then the new one allocated).  `layout`: "time" (the writers' requests
     are allocated in arrival order, as delayed allocation does) or "per_file" (each writer's file allocated
-    whole when it is created).  Returns per pass: WA and the FTL-valid share at its start."""
+    whole when it is created).  `fill`: a share of the drive holds files written before, brought to the steady
+    state of random writes (8 drive writes of random single pages).  Returns per pass: WA and the FTL-valid
+    share at its start."""
     ftl = PageFTL(user_pages, op, pages_per_block)
     fs = PageAllocator(user_pages, policy)
+    if fill > 0.0:
+        held = fs.allocate(int(fill * user_pages))
+        ftl.write(held)
+        random_overwrites(ftl, held, 8 * len(held), np.random.default_rng(seed))
     per_file = int(file_share * user_pages) // writers // request * request
     slots: list[np.ndarray | None] = [None] * per_pass
     out = []

@@ -9,12 +9,13 @@ import copy
 
 import numpy as np
 import pytest
-from ftl_oracle import PageFTL, checkpoint_passes, interleave, random_overwrites
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iowatt.models import nand
 from iowatt.models.filesystem import FileSpace, FilesystemSpec
 from iowatt.models.ftl import FluidFTL, Kill, steady_state_population
+
+from tests.ftl_oracle import PageFTL, checkpoint_passes, interleave, random_overwrites
 
 USER = 60_000  # pages of the scaled drive
 

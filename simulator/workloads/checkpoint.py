@@ -31,12 +31,14 @@ ranks start together; the checkpoint ends when the last rank's save
 returns, as DLIO times it.
 
 Passes.  Checkpoints keep landing on the drive until the next one would pass
-`fill_target` of its capacity (or `checkpoints_per_pass` are stored); then the
-oldest files are overwritten in order, as in StorageReview's fill study.
-Without `trim` (the default: ext4 and XFS mount without `discard`, and the
-study names no fstrim) the drive is not told that the old files are gone:
-the new bytes are overwrites of data it still holds, so its fill state and
-garbage collection (simulator/ssd_runtime.py) act on later passes.
+`fill_target` of its capacity (or `checkpoints_per_pass` are stored); then
+each new checkpoint replaces the one a pass before it, as in StorageReview's
+fill study.  Every checkpoint is a file announced to the volume
+(Volume.store): the filesystem deletes the one it replaces (discarding it
+with `trim`, or as its own policy says) and places the new one, and each
+drive's FTL works out what it costs (simulator/storage/ssd.py, models.ftl);
+per pass the result gives the drives' write amplification, FTL-valid share
+at the start, NAND bytes and endurance used.
 
 Restore.  With `restore: true`, after the saves every rank reads its shard of
 the last checkpoint back (host-to-device copy when copy_from_gpu).
@@ -50,8 +52,9 @@ from typing import Literal
 import simpy
 from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
-from iowatt.simulator.storage import Access
+from iowatt.simulator.storage import Access, FileWrite
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
+from iowatt.simulator.workloads._fill_passes import file_write_amplification, pass_figures
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # MLPerf Storage checkpointing table: parallelism per model, and parameters
@@ -124,7 +127,11 @@ class CheckpointParams(BaseModel):
         description="DRAM the benchmark's processes hold (not page cache); default: the state kept between saves "
         "(all of it, or the optimizer state when the weights are regenerated), at most the installed memory",
     )
-    trim: bool = Field(default=False, description="the filesystem discards the overwritten checkpoint's blocks (mount -o discard / fstrim)")
+    trim: bool = Field(
+        default=False,
+        description="discard each replaced checkpoint's blocks when it is deleted (fstrim of its files); otherwise the "
+        "filesystem's discard policy (storage.discard) decides",
+    )
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
 
     @model_validator(mode="after")
@@ -229,7 +236,6 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     else:
         per_pass = params.count
         total = params.count
-    stored = [0.0] * per_pass        # bytes held in each checkpoint slot
     durations: list[float] = []
     starts: list[float] = []
     load_durations: list[float] = []
@@ -300,17 +306,15 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
                 yield simpy.AllOf(env, compute)
             elif params.interval > 0.0:
                 yield env.timeout(params.interval)
-            slot = number % per_pass
-            overwrite = stored[slot] > 0.0
-            if overwrite and params.trim:
-                system.volume.discard(stored[slot])  # the old checkpoint's blocks are freed on the drive
-            # without TRIM the drive still holds the old checkpoint: the new one replaces valid data
-            saves = Access("write", params.block_size, "seq", max(1, writers), overwrite=overwrite and not params.trim)
-            drive_usage = system.volume.usage(saves)  # reads each drive's fill state as of now
+            # the checkpoint of a pass before is replaced: the filesystem deletes it and places this one, and the
+            # drives price exactly these bytes (their FTL state as of now)
+            replaced = f"ckpt{number - per_pass}" if number >= per_pass else None
+            saves = Access("write", params.block_size, "seq", max(1, writers), file=f"ckpt{number}")
+            system.volume.store(FileWrite(f"ckpt{number}", replaced, True if params.trim else None), size, saves)
+            drive_usage = system.volume.usage(saves)
             start = env.now
             ranks = [env.process(rank_save(r, drive_usage)) for r, amount in enumerate(shards) if amount > 0]
             yield simpy.AllOf(env, ranks)
-            stored[slot] = size
             starts.append(start)
             durations.append(env.now - start)
         if params.restore:
@@ -344,11 +348,19 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
         "weights_GB": sum(w for w, _o in parts) / 1e9,
         "optimizer_GB": sum(o for _w, o in parts) / 1e9,
     }
+    files = [f"ckpt{n}" for n in range(len(durations))]
+    detail["checkpoint_write_amplification"] = file_write_amplification(system.volume, files)
     if params.passes is not None:
         means = [sum(durations[p * per_pass:(p + 1) * per_pass]) / per_pass for p in range(params.passes)]
         detail["pass_mean_seconds"] = means
+        figures = pass_figures(system.volume, [files[p * per_pass:(p + 1) * per_pass] for p in range(params.passes)])
+        for key in ("write_amplification", "ftl_valid_start", "nand_GB_per_drive", "endurance_used_fraction"):
+            detail[f"pass_{key}"] = [f[key] for f in figures]
         for p, mean in enumerate(means, start=1):
             metrics[f"save_checkpoint_pass{p}_mean_seconds"] = mean
+        for p, f in enumerate(figures, start=1):
+            metrics[f"save_checkpoint_pass{p}_write_amplification"] = f["write_amplification"]
+            metrics[f"save_checkpoint_pass{p}_ftl_valid_start"] = f["ftl_valid_start"]
     if load_durations:
         metrics["load_checkpoint_duration_mean_seconds"] = sum(load_durations) / len(load_durations)
         metrics["load_checkpoint_io_mean_GB_per_second"] = size / metrics["load_checkpoint_duration_mean_seconds"] / 1e9

@@ -30,13 +30,15 @@ Erlang-N; a lightly loaded one is one exponential stage).  This is an assumption
 stated so the percentiles can be checked against measured fio output; command
 reordering (HDD SATF) makes the real tail longer.
 
-Fill.  Writes are split into segments of 1 % of the volume's capacity so a
-drive's fill state, garbage collection and pSLC cache are re-read as the job
-fills it (models.nand): sequential writes and random writes with fio's random
-map (every block once per pass) write new data; `overwrite=1`, later passes
-over the same file, and `norandommap=1` (blocks drawn with replacement:
-after w bytes a share 1 - exp(-w / size) of the file holds data) overwrite.
-The write rate per fill decile is reported as fill_write_GBps_by_decile.
+Fill.  Writes are split into segments of 1 % of the volume's capacity, each
+announced to the volume as part of the job's file (Volume.store) so that the
+drives' FTL state, garbage collection and pSLC cache follow the job as it
+fills them (models.ftl): sequential writes and random writes with fio's
+random map (every block once per pass) write new data; `overwrite=1` (fio
+lays the file out before the job starts), later passes over the same file,
+and `norandommap=1` (blocks drawn with replacement: after w bytes a share
+1 - exp(-w / size) of the file holds data) rewrite it in place.  The write
+rate per fill decile is reported as fill_write_GBps_by_decile.
 
 Only `system.volume` is used: plain drives are reached per drive (pattern,
 queue depth, overwrite), any other volume (array, NFS, cluster) through its
@@ -52,7 +54,7 @@ from typing import Any, Literal
 
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import Constraint, Flow
-from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, Usage, Volume, mix_laws
+from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, FileWrite, Usage, Volume, mix_laws
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -120,8 +122,8 @@ class FioParams(BaseModel):
 # ---------------------------------------------------------------------------- volume access
 
 
-def job_accesses(params: FioParams, overwrite_share: float) -> list[tuple[Access, float]]:
-    """The job's request classes with their shares of its bytes: reads, new writes, overwrites."""
+def job_accesses(params: FioParams, overwrite_share: float, file: str | None = None) -> list[tuple[Access, float]]:
+    """The job's request classes with their shares of its bytes: reads, new writes, overwrites (of `file`)."""
     bs, pattern, rs = params.bs, params.pattern, params.read_share
     queue = params.outstanding_per_job * params.numjobs
     parts: list[tuple[Access, float]] = []
@@ -130,13 +132,19 @@ def job_accesses(params: FioParams, overwrite_share: float) -> list[tuple[Access
     if rs < 1:
         for overwrite, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
             if part > 0:
-                parts.append((Access("write", bs, pattern, queue, overwrite=overwrite), (1 - rs) * part))
+                parts.append((Access("write", bs, pattern, queue, overwrite=overwrite, file=file), (1 - rs) * part))
     return parts
 
 
-def job_usage(volume: Volume, params: FioParams, overwrite_share: float) -> Usage:
-    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix)."""
-    return [(c, k * w) for access, w in job_accesses(params, overwrite_share) for c, k in volume.usage(access)]
+def job_usage(volume: Volume, params: FioParams, overwrite_share: float, file: str | None = None, amount: float = 0.0) -> Usage:
+    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix); the `amount` bytes'
+    writes are announced to the volume as part of `file` first."""
+    parts = job_accesses(params, overwrite_share, file)
+    if file is not None:
+        for access, w in parts:
+            if access.write and amount * w > 0.0:
+                volume.store(FileWrite(file), amount * w, access)
+    return [(c, k * w) for access, w in parts for c, k in volume.usage(access)]
 
 
 def job_law(volume: Volume, params: FioParams) -> ConcurrencyLaw:
@@ -177,6 +185,10 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
     n_out = d * params.numjobs
     # the job's file: `size` per job (one shared file when a filename is given); hard disks sweep it
     volume.occupy(min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity))
+    files = [f"fio.{params.name}" if params.filename else f"fio.{params.name}.{j}" for j in range(params.numjobs)]
+    if params.overwrite and rs < 1.0:
+        for name in dict.fromkeys(files):  # fio lays the file out before the job starts
+            volume.store(FileWrite(name), size_job, Access("write", max(bs, 2**20), "seq", file=name))
     lat_r = volume.qd1_latency_s(Access("read", bs, params.pattern))
     lat_w = volume.qd1_latency_s(Access("write", bs, params.pattern))
     # closed loop: N outstanding requests get X(N) from the volume's law; each job keeps its share d / N
@@ -215,7 +227,7 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
         segment = math.inf if rs >= 1.0 else max(bs, FILL_SEGMENT * capacity / (1 - rs))
         while remaining > bs * 1e-9 and not stop.triggered:
             amount = min(remaining, segment)
-            usage = [*job_usage(volume, params, overwrite_share(j)), (gate, 1.0)]
+            usage = [*job_usage(volume, params, overwrite_share(j), files[j], amount), (gate, 1.0)]
             flow = engine.start(f"fio.{params.name}.job{j}", amount, usage, max_rate=bound)
             flows[j].append(flow)
             written[j] += amount * (1 - rs)

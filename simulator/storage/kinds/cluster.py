@@ -136,6 +136,11 @@ class ClusterVolume(Volume):
     def discard(self, nbytes: float) -> None:
         self.node.pool.discard(nbytes * raid.ec_write_expansion(self.k, self.m) / self.node_count)
 
+    def stored_shares(self) -> list[tuple[Drive, float]]:
+        """The representative node's drives: each node stores (k + m) / k of the data over the nodes."""
+        per_node = raid.ec_write_expansion(self.k, self.m) / self.node_count
+        return [(d, s * per_node) for d, s in self.node.pool.stored_shares()]
+
     def chunk_bytes(self, block_bytes: float) -> float:
         """A request is cut into k data chunks; a request smaller than k pages is one chunk (one node)."""
         return block_bytes / self.k if block_bytes >= self.k * PAGE_BYTES else block_bytes

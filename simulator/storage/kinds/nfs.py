@@ -99,6 +99,9 @@ class NfsVolume(Volume):
     def discard(self, nbytes: float) -> None:
         self.inner.discard(nbytes)
 
+    def stored_shares(self) -> list[tuple[Drive, float]]:
+        return self.inner.stored_shares()
+
     def _rpc(self, access: Access) -> Access:
         """One RPC of the request (requests larger than rsize/wsize are split) as the export sees it:
         at most one request per nfsd thread reaches it."""
