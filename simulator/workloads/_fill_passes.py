@@ -1,5 +1,7 @@
 """Per-checkpoint and per-pass drive figures of a fill study, from the drives' write logs (Drive.write_log).
 
+The checkpoint workload stores checkpoint n as file "ckpt{n}" (simulator/workloads/checkpoint.py).
+
 Each stored file is one record per drive (simulator/storage/ssd.py): host and NAND bytes of exactly that
 write, the drive's FTL-valid share before and after it, and the share of the rated endurance it used.
 A pass's write amplification is its NAND bytes over its host bytes on all drives; the FTL-valid share at
@@ -46,3 +48,28 @@ def pass_figures(volume: Volume, files_by_pass: list[list[str]]) -> list[dict[st
             "endurance_used_fraction": sum(r.endurance_used for rows in per_drive for r in rows) / n,
         })
     return out
+
+
+def file_ftl_valid(volume: Volume, files: list[str]) -> list[float]:
+    """The drives' mean FTL-valid share after each file was stored (the drive's view as the study goes on)."""
+    out = []
+    for name in files:
+        rows = [per_drive[-1] for per_drive in _records(volume, [name]) if per_drive]
+        out.append(sum(r.ftl_valid_after for r in rows) / len(rows) if rows else 0.0)
+    return out
+
+
+def drive_figures(volume: Volume, count: int, per_pass: int, passes: int | None,
+                  metrics: dict[str, float], detail: dict[str, object]) -> None:
+    """Add the drives' figures of checkpoints ckpt0..ckpt{count-1} (and of each pass) to a result."""
+    files = [f"ckpt{n}" for n in range(count)]
+    detail["checkpoint_write_amplification"] = file_write_amplification(volume, files)
+    detail["checkpoint_ftl_valid"] = file_ftl_valid(volume, files)
+    if passes is None:
+        return
+    figures = pass_figures(volume, [files[p * per_pass:(p + 1) * per_pass] for p in range(passes)])
+    for key in ("write_amplification", "ftl_valid_start", "nand_GB_per_drive", "endurance_used_fraction"):
+        detail[f"pass_{key}"] = [f[key] for f in figures]
+    for p, f in enumerate(figures, start=1):
+        metrics[f"save_checkpoint_pass{p}_write_amplification"] = f["write_amplification"]
+        metrics[f"save_checkpoint_pass{p}_ftl_valid_start"] = f["ftl_valid_start"]

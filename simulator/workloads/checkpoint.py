@@ -54,7 +54,7 @@ from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.storage import Access, FileWrite
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads._fill_passes import file_write_amplification, pass_figures
+from iowatt.simulator.workloads._fill_passes import drive_figures
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # MLPerf Storage checkpointing table: parallelism per model, and parameters
@@ -348,19 +348,12 @@ def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
         "weights_GB": sum(w for w, _o in parts) / 1e9,
         "optimizer_GB": sum(o for _w, o in parts) / 1e9,
     }
-    files = [f"ckpt{n}" for n in range(len(durations))]
-    detail["checkpoint_write_amplification"] = file_write_amplification(system.volume, files)
     if params.passes is not None:
         means = [sum(durations[p * per_pass:(p + 1) * per_pass]) / per_pass for p in range(params.passes)]
         detail["pass_mean_seconds"] = means
-        figures = pass_figures(system.volume, [files[p * per_pass:(p + 1) * per_pass] for p in range(params.passes)])
-        for key in ("write_amplification", "ftl_valid_start", "nand_GB_per_drive", "endurance_used_fraction"):
-            detail[f"pass_{key}"] = [f[key] for f in figures]
         for p, mean in enumerate(means, start=1):
             metrics[f"save_checkpoint_pass{p}_mean_seconds"] = mean
-        for p, f in enumerate(figures, start=1):
-            metrics[f"save_checkpoint_pass{p}_write_amplification"] = f["write_amplification"]
-            metrics[f"save_checkpoint_pass{p}_ftl_valid_start"] = f["ftl_valid_start"]
+    drive_figures(system.volume, len(durations), per_pass, params.passes, metrics, detail)
     if load_durations:
         metrics["load_checkpoint_duration_mean_seconds"] = sum(load_durations) / len(load_durations)
         metrics["load_checkpoint_io_mean_GB_per_second"] = size / metrics["load_checkpoint_duration_mean_seconds"] / 1e9

@@ -152,6 +152,15 @@ def job_law(volume: Volume, params: FioParams) -> ConcurrencyLaw:
     return mix_laws([(volume.concurrency(access), share) for access, share in job_accesses(params, params.overwrite * 1.0)])
 
 
+def job_files(volume: Volume, params: FioParams, size_job: float) -> list[str]:
+    """Each job's file (one for all when a filename is given); with overwrite=1 fio lays it out before the job."""
+    files = [f"fio.{params.name}" if params.filename else f"fio.{params.name}.{j}" for j in range(params.numjobs)]
+    if params.overwrite and params.read_share < 1.0:
+        for name in dict.fromkeys(files):
+            volume.store(FileWrite(name), size_job, Access("write", max(params.bs, 2**20), "seq", file=name))
+    return files
+
+
 # ---------------------------------------------------------------------------- latency distribution
 
 
@@ -185,10 +194,7 @@ def run(ctx: RunContext, params: FioParams) -> WorkloadOutcome:
     n_out = d * params.numjobs
     # the job's file: `size` per job (one shared file when a filename is given); hard disks sweep it
     volume.occupy(min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity))
-    files = [f"fio.{params.name}" if params.filename else f"fio.{params.name}.{j}" for j in range(params.numjobs)]
-    if params.overwrite and rs < 1.0:
-        for name in dict.fromkeys(files):  # fio lays the file out before the job starts
-            volume.store(FileWrite(name), size_job, Access("write", max(bs, 2**20), "seq", file=name))
+    files = job_files(volume, params, size_job)
     lat_r = volume.qd1_latency_s(Access("read", bs, params.pattern))
     lat_w = volume.qd1_latency_s(Access("write", bs, params.pattern))
     # closed loop: N outstanding requests get X(N) from the volume's law; each job keeps its share d / N
