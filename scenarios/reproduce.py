@@ -11,7 +11,10 @@ figures, or ratios between two runs), and the kind of figure the study drew:
   drive counts, fill passes, worker counts, block sizes);
 - ``pairs``: one panel per metric, iowatt beside the published figure per run;
 - ``stacked``: one stacked bar per run (phases of one run adding to its total);
-- ``trace``: a list-valued metric against its index (per-checkpoint times).
+- ``trace``: list-valued metrics against their index (per-checkpoint times, with
+  `axis: right` metrics such as each checkpoint's write amplification on a
+  second axis, and published means over a `span` of the axis beside them;
+  scenarios/reproduce_trace.py).
 
 A scenario that is missing or fails to run is reported in the table, the CSV
 and index.md with its reason; the rest of the study still runs.
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from iowatt.scenarios.loader import ScenarioError, load, read_yaml
+from iowatt.scenarios.reproduce_trace import comparable_on_trace, draw_trace
 from iowatt.scenarios.run import run_scenario
 from iowatt.scenarios.validation import lookup_metric, parse_metric_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -57,6 +61,7 @@ class MetricSpec(BaseModel):
     metric: str = Field(description="path into the run's JSON result")
     scale: float = Field(default=1.0, description="multiply the metric by this for display (unit conversion)")
     divide_by: str | None = Field(default=None, description="path of a metric to divide by (e.g. MB/s per SSD watt)")
+    axis: Literal["left", "right"] = Field(default="left", description="`trace` figures: the y axis it is drawn on")
 
 
 class Published(BaseModel):
@@ -67,6 +72,9 @@ class Published(BaseModel):
     value: float
     relative_to: str | None = None  # a run label: the study published a ratio run / relative_to
     source: str = ""
+    span: tuple[float, float] | None = Field(
+        default=None, description="`trace` figures: the published figure is the mean of the trace over this stretch of the x axis"
+    )
 
 
 FigureKind = Literal["bars", "lines", "pairs", "stacked", "trace", "none"]
@@ -238,6 +246,8 @@ def run_section(section: Section, base: Path, cache: RunCache | None = None) -> 
 
 
 def _comparable(result: SectionResult, p: Published) -> float | None:
+    if p.span is not None:
+        return comparable_on_trace(result, p)
     value = result.values[(p.run, p.metric)].predicted
     if value is None or p.relative_to is None:
         return value
@@ -254,7 +264,8 @@ def _published_absolute(result: SectionResult, p: Published) -> float | None:
 
 
 def claim_label(p: Published) -> str:
-    return f"{p.run} / {p.relative_to}, {p.metric}" if p.relative_to else f"{p.run}, {p.metric}"
+    where = f" over x {p.span[0]:g}-{p.span[1]:g}" if p.span is not None else ""
+    return f"{p.run} / {p.relative_to}, {p.metric}" if p.relative_to else f"{p.run}, {p.metric}{where}"
 
 
 def comparison_rows(result: SectionResult) -> list[dict[str, Any]]:
@@ -404,7 +415,7 @@ def draw_figure(result: SectionResult, stem: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    drawers = {"bars": _draw_bars, "lines": _draw_lines, "pairs": _draw_pairs, "stacked": _draw_stacked, "trace": _draw_trace}
+    drawers = {"bars": _draw_bars, "lines": _draw_lines, "pairs": _draw_pairs, "stacked": _draw_stacked, "trace": draw_trace}
     fig = drawers[result.section.figure](result, plt)
     fig.suptitle(result.section.title, fontsize=10)
     fig.tight_layout()
@@ -600,26 +611,6 @@ def _draw_stacked(result: SectionResult, plt: Any) -> Any:
     ax.set_ylabel(section.x_label or "total", fontsize=8)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return fig
-
-
-def _draw_trace(result: SectionResult, plt: Any) -> Any:
-    """A list-valued metric against its index, one line per run (e.g. every checkpoint's time as the drive fills)."""
-    section = result.section
-    metrics = [m.label for m in section.metrics]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(7.5 * len(metrics), 4.0), squeeze=False)
-    for ax, m in zip(axes[0], metrics, strict=True):
-        for r in section.runs:
-            trace = result.values[(r.label, m)].trace or []
-            n = len(trace)
-            # with a span, runs of different lengths share one axis (e.g. 3 fill passes of 9 or of 99 checkpoints)
-            xs = [section.trace_span * (i + 1) / n for i in range(n)] if section.trace_span else list(range(1, n + 1))
-            ax.plot(xs, trace, marker=".", markersize=3, linewidth=1, label=r.label)
-        ax.set_xlabel(section.x_label or "index", fontsize=8)
-        ax.set_ylabel(m, fontsize=8)
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     return fig
 
 
