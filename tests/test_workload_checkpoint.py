@@ -205,6 +205,23 @@ def test_fill_passes_follow_the_per_page_ftl(trim):
     assert means[1] == pytest.approx(means[0], rel=1e-6) and means[2] == pytest.approx(means[0], rel=1e-6)
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [("storage.discard=periodic", "storage.fstrim_interval=60 s"), ("storage.replace=truncate_rewrite",), ("storage.filesystem=xfs",),
+     ("storage.discard=on_delete",)],
+)
+def test_when_the_drive_learns_of_every_deletion_it_holds_the_filesystems_files(overrides):
+    """Conservation: if deleted checkpoints are discarded (on delete, or by an fstrim between checkpoints) or the
+    new ones land on their blocks (truncate-and-rewrite, or XFS reusing the space just freed), the drive's valid
+    data at every pass start are exactly the filesystem's files (one pass of checkpoints), never more.  (With a
+    periodic fstrim the checkpoint deleted last waits for the next run: at the end the drive holds it too.)"""
+    doc = _run_file(SR / "ckpt_ps1010.yaml", *overrides)
+    one = 1636e9 / 7.68e12
+    assert doc["checkpoint"]["pass_ftl_valid_start"] == pytest.approx([0.0, 3 * one, 3 * one], abs=1e-6)
+    waiting = one if "storage.discard=periodic" in overrides else 0.0
+    assert doc["checkpoint"]["drives"][0]["fill_end"] == pytest.approx(3 * one + waiting, rel=1e-6)
+
+
 def test_checkpoints_on_a_used_drive_pay_its_garbage_collection():
     """Oracle: the per-page FTL simulation of a D5-P5336 half full of files written randomly (SNIA PTS-E
     steady state), then 2 passes of 10 checkpoints of 1,636 GB through a next-fit allocator without discard.

@@ -182,9 +182,9 @@ class SsdDrive(Drive):
     def store(self, target: FileWrite, nbytes: float, access: Access) -> None:
         """Place `nbytes` of file `target` (module docstring) and record what they cost."""
         super().store(target, nbytes, access)
+        self._discard(self.files.trims_due(self.engine.env.now))  # the periodic fstrim runs due by now
         before = self.fill
         ordered = access.pattern == "seq"
-        self._discard(self.files.trims_due(self.engine.env.now))
         if target.replaces is not None:
             truncate = self.files.spec.replace == "truncate_rewrite"
             self._discard(self.files.delete(target.replaces, target.discard, truncate))
