@@ -153,6 +153,14 @@ class FluidFTL:
     def owner_bytes(self, owner: str) -> float:
         return sum(g.valid.get(owner, 0.0) for g in self.groups)
 
+    def owners(self) -> dict[str, float]:
+        """Valid bytes per owner."""
+        out: dict[str, float] = {}
+        for g in self.groups:
+            for o, v in g.valid.items():
+                out[o] = out.get(o, 0.0) + v
+        return out
+
     def copy(self) -> FluidFTL:
         groups = [Group(g.mass, dict(g.valid), g.ordered, g.lo, g.hi) for g in self.groups]
         return FluidFTL(self.user_bytes, self.over_provisioning, groups, self.host_bytes, self.nand_bytes, dict(self.written), self.relocated_bytes)

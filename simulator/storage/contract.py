@@ -253,9 +253,9 @@ class Volume(ABC):
 
     def stored_shares(self) -> list[tuple[Drive, float]]:
         """Bytes each unique drive stores per byte of file data (its share of the data, with the parity,
-        copies or erasure code a whole-stripe write adds).  Default: the data spread evenly over `drives`."""
-        listed = self.drives
-        return [(d, listed.count(d) / len(listed)) for d in self.unique_drives]
+        copies or erasure code a whole-stripe write adds).  Default: the data spread evenly over `drives`
+        (a lumped drive stands for several: each of them stores one share)."""
+        return [(d, 1.0 / len(self.drives)) for d in self.unique_drives]
 
     def store(self, target: FileWrite, nbytes: float, access: Access) -> None:
         """`nbytes` host bytes of file `target` are about to be written with requests like `access`: every

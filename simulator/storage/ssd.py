@@ -173,11 +173,7 @@ class SsdDrive(Drive):
         super().discard(nbytes)
         total = self.ftl.valid_bytes
         if total > 0.0 and nbytes > 0.0:
-            owners: dict[str, float] = {}
-            for g in self.ftl.groups:
-                for o, v in g.valid.items():
-                    owners[o] = owners.get(o, 0.0) + v
-            self.ftl.discard([Kill(o, min(nbytes, total) * v / total, False) for o, v in owners.items()])
+            self.ftl.discard([Kill(o, min(nbytes, total) * v / total, False) for o, v in self.ftl.owners().items()])
 
     def store(self, target: FileWrite, nbytes: float, access: Access) -> None:
         """Place `nbytes` of file `target` (module docstring) and record what they cost."""
@@ -233,11 +229,7 @@ class SsdDrive(Drive):
         kills: list[Kill] = []
         total = self.ftl.valid_bytes
         if access.overwrite and total > 0.0:
-            owners: dict[str, float] = {}
-            for g in self.ftl.groups:
-                for o, v in g.valid.items():
-                    owners[o] = owners.get(o, 0.0) + v
-            kills = [Kill(o, probe * v / total, ordered) for o, v in owners.items()]
+            kills = [Kill(o, probe * v / total, ordered) for o, v in self.ftl.owners().items()]
         wa = self.ftl.write_amplification_ahead("probe", probe, ordered, kills) if self.ftl.free < 2 * probe or kills else 1.0
         return wa * (iu_factor(self.spec, access.block_bytes) if access.pattern == "rand" else 1.0)
 
