@@ -185,8 +185,8 @@ def row_bytes_independence(repeat: int) -> dict[str, Any]:
             "wall_small_ms": wall["small"] * 1e3,
             "wall_large_ms": wall["large"] * 1e3,
             "io_path": "direct (both sides; buffered 4 GB fits in the page cache and adds a write-back phase)",
-            "why_events_could_differ": "fill bands fire only on drives with a pSLC cache (simulator/ssd_runtime.py FILL_BAND); "
-            "each crossed band is one component event plus one batch",
+            "why_events_could_differ": "the pSLC cliff fires only on drives with a pSLC cache (simulator/storage/ssd.py); "
+            "it is one component event plus one batch",
         },
     }
 

@@ -13,6 +13,10 @@ give the same limit; Bux & Iliadis 2010 show greedy converges to it for
 large blocks).  tests/test_ssd_laws.py checks it against a small
 greedy-GC simulation.
 
+The simulator's drives run the fluid model of models.ftl (what each write
+kills, greedy GC over block groups); its steady state under uniform random
+overwrites is this law, and models.ssd's closed forms use it directly.
+
 Effective utilisation: a drive with over-provisioning op (spare NAND as a
 share of user capacity) holding a share `fill` of its user LBAs as valid
 data has u = fill / (1 + op).  Trimmed / never-written LBAs hold no data,

@@ -15,16 +15,23 @@ Writes.  Sequential writes use the same front-end cost t_fe (assumed
 direction-independent) and an internal rate X_w fitted to the 128 KiB
 sequential write point; the datasheet sequential figure is steady state
 (after 2x fill, S08) with WA ~1, because a sequential stream invalidates
-whole erase blocks.  Random writes are NOT command-bound: in steady state
-they are bound by garbage collection.  A random write of b bytes programs
-    WA_rand(b, fill) = iu(b) x k x WA_greedy(fill / (1 + op))
-NAND bytes per host byte, where iu(b) = max(1, IU / b) is the
-read-modify-write of a sub-indirection-unit write, WA_greedy the Lambert-W
-law of models.nand, and k a residual calibrated so the law passes through
-the datasheet 4 KiB random-write IOPS on a full drive.  Random writes to
-never-written LBAs (fresh-out-of-box) cost iu(b) only.  Overwrites with a
-sequential pattern keep WA 1 (S08: 128K sequential write after 2x fill
-equals the datasheet figure on both the 6550 and the P5336).
+whole erase blocks.  A write of b bytes that programs WA NAND bytes per host
+byte costs t_fe / b + WA / X_w seconds per host byte
+(write_seconds_per_byte_at); the simulator takes WA from the drive's FTL
+state (models.ftl: what garbage collection copies for this stream at the
+drive's FTL-valid data and spare).  The closed form below is the steady
+state of one stream alone on a drive `fill` full:
+    WA_rand(b, fill) = iu(b) x WA_greedy(fill / (1 + op)),   WA_seq = 1
+where iu(b) = max(1, IU / b) is the read-modify-write of a sub-indirection-
+unit write and WA_greedy the Lambert-W law of models.nand; random writes to
+never-written LBAs (fresh-out-of-box) cost iu(b) only.
+
+Over-provisioning op (spare NAND / user capacity) is rarely published.
+Unless the spec gives it, it is derived from the datasheet: the 4 KiB
+random-write IOPS is a steady-state figure on a full drive (SNIA PTS-E), so
+    (1 / IOPS_4k - t_fe) x X_w / 4096 = iu(4 KiB) x WA_greedy(1 / (1 + op))
+solves op (over_provisioning_of).  The catalog's drives come out at 4-25 %,
+the range of read-intensive drives that sell decimal TB on binary-sized NAND.
 
 Queue depth (closed loop).  N = iodepth x numjobs requests outstanding, each
 with unloaded latency L0(b) = L_4k + (b - 4096) / X; the drive serves at
@@ -65,6 +72,7 @@ exit latency plus the new state's entry latency (NVMe EXLAT/ENLAT).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
 
 from iowatt.models import nand
@@ -116,12 +124,12 @@ class SSDSpec(BaseModel):
     warranty_years: float = Field(default=5.0, gt=0)
     price_usd_per_TB: float | None = Field(default=None, gt=0)
     # ---- optional physics fields (defaults reasoned in the descriptions)
-    over_provisioning: float = Field(
-        default=0.12,
-        ge=0,
+    over_provisioning: float | None = Field(
+        default=None,
+        gt=0,
         le=2,
-        description="spare NAND / user capacity.  Default 0.12: 'read-intensive' drives sell decimal TB "
-        "on binary-sized NAND (e.g. 61.44 TB on 64 TiB raw = 14.5 %), less ~2.5 % for parity and bad blocks",
+        description="spare NAND / user capacity; None: derived from the datasheet's 4 KiB random-write and "
+        "128 KiB sequential-write figures (models.ssd.over_provisioning_of)",
     )
     indirection_unit_bytes: float = Field(
         default=4096,
@@ -210,17 +218,40 @@ def iu_factor(spec: SSDSpec, block_bytes: float) -> float:
     return max(1.0, spec.indirection_unit_bytes / block_bytes)
 
 
-def random_write_residual(spec: SSDSpec) -> float:
-    """k: WA the datasheet 4 KiB random-write IOPS implies on a full drive, over iu x greedy WA."""
+# Spare assumed when the datasheet random-write point is not garbage-collection bound (its WA at 4 KiB
+# is no more than the read-modify-write): read-intensive drives sell decimal TB on binary-sized NAND
+# (61.44 TB on 64 TiB = 14.5 % raw), less ~2.5 % for parity and bad blocks.
+DEFAULT_OVER_PROVISIONING = 0.12
+
+
+def random_write_wa_4k(spec: SSDSpec) -> float:
+    """NAND bytes per host byte the datasheet 4 KiB random-write IOPS implies at the program rate X_w."""
     t_fe = front_end_seconds(spec)
-    wa_4k = max(1.0, (1.0 / spec.rand_write_iops - t_fe) * write_stream_Bps(spec) / _B4K)
-    return wa_4k / (iu_factor(spec, _B4K) * nand.steady_state_wa(1.0, spec.over_provisioning))
+    return max(1.0, (1.0 / spec.rand_write_iops - t_fe) * write_stream_Bps(spec) / _B4K)
+
+
+def over_provisioning_of(spec: SSDSpec) -> float:
+    """Spare NAND / user capacity: the spec's, or the datasheet's (module docstring)."""
+    if spec.over_provisioning is not None:
+        return spec.over_provisioning
+    gc = random_write_wa_4k(spec) / iu_factor(spec, _B4K)
+    return _spare_for_greedy_wa(gc)
+
+
+@cache
+def _spare_for_greedy_wa(wa: float) -> float:
+    if wa <= 1.0 + 1e-6:
+        return DEFAULT_OVER_PROVISIONING
+    from scipy.optimize import brentq  # lazy: scipy costs ~0.3 s of every CLI start
+
+    u = brentq(lambda x: nand.greedy_write_amplification(x) - wa, 1e-9, 1.0 - 1e-6, xtol=1e-12)
+    return 1.0 / u - 1.0
 
 
 def write_amplification(
     spec: SSDSpec, block_bytes: float, pattern: Pattern = "seq", overwrite: bool = True, fill: float = 1.0
 ) -> float:
-    """NAND bytes programmed per host byte for a write stream (see the module docstring)."""
+    """NAND bytes per host byte of one stream alone on a drive `fill` full, in steady state (module docstring)."""
     if pattern == "seq":
         return 1.0
     if pattern != "rand":
@@ -228,7 +259,7 @@ def write_amplification(
     iu = iu_factor(spec, block_bytes)
     if not overwrite:
         return iu
-    return max(1.0, iu * random_write_residual(spec) * nand.steady_state_wa(fill, spec.over_provisioning))
+    return iu * nand.steady_state_wa(fill, over_provisioning_of(spec))
 
 
 def read_seconds_per_byte(spec: SSDSpec, block_bytes: float, pattern: Pattern = "rand") -> float:
@@ -237,12 +268,16 @@ def read_seconds_per_byte(spec: SSDSpec, block_bytes: float, pattern: Pattern = 
     return 1.0 / x + t_fe / block_bytes
 
 
+def write_seconds_per_byte_at(spec: SSDSpec, block_bytes: float, wa: float) -> float:
+    """Drive service seconds per host byte written when each host byte programs `wa` NAND bytes (no pSLC)."""
+    return front_end_seconds(spec) / block_bytes + wa / write_stream_Bps(spec)
+
+
 def write_seconds_per_byte(
     spec: SSDSpec, block_bytes: float, pattern: Pattern = "seq", overwrite: bool = True, fill: float = 1.0
 ) -> float:
-    """Drive service seconds per host byte written (native program rate, no pSLC)."""
-    wa = write_amplification(spec, block_bytes, pattern, overwrite, fill)
-    return front_end_seconds(spec) / block_bytes + wa / write_stream_Bps(spec)
+    """Drive service seconds per host byte written, at the closed-form steady-state WA (native program rate)."""
+    return write_seconds_per_byte_at(spec, block_bytes, write_amplification(spec, block_bytes, pattern, overwrite, fill))
 
 
 def read_throughput_Bps(spec: SSDSpec, block_bytes: float, pattern: Pattern = "rand") -> float:

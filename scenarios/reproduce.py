@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from iowatt.scenarios.loader import ScenarioError, load, read_yaml
+from iowatt.scenarios.reproduce_trace import comparable_on_trace
 from iowatt.scenarios.run import run_scenario
 from iowatt.scenarios.validation import lookup_metric, parse_metric_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -55,6 +56,7 @@ class MetricSpec(BaseModel):
     metric: str = Field(description="path into the run's JSON result")
     scale: float = Field(default=1.0, description="multiply the metric by this for display (unit conversion)")
     divide_by: str | None = Field(default=None, description="path of a metric to divide by (e.g. MB/s per SSD watt)")
+    axis: Literal["left", "right"] = Field(default="left", description="`trace` figures: the y axis it is drawn on")
 
 
 class Published(BaseModel):
@@ -65,6 +67,9 @@ class Published(BaseModel):
     value: float
     relative_to: str | None = None  # a run label: the study published a ratio run / relative_to
     source: str = ""
+    span: tuple[float, float] | None = Field(
+        default=None, description="`trace` figures: the published figure is the mean of the trace over this stretch of the x axis"
+    )
 
 
 FigureKind = Literal["bars", "lines", "pairs", "stacked", "trace", "none"]
@@ -284,6 +289,8 @@ def run_section(section: Section, base: Path, cache: RunCache | None = None) -> 
 
 
 def _comparable(result: SectionResult, p: Published) -> float | None:
+    if p.span is not None:
+        return comparable_on_trace(result, p)
     value = result.values[(p.run, p.metric)].predicted
     if value is None or p.relative_to is None:
         return value
@@ -300,7 +307,8 @@ def published_absolute(result: SectionResult, p: Published) -> float | None:
 
 
 def claim_label(p: Published) -> str:
-    return f"{p.run} / {p.relative_to}, {p.metric}" if p.relative_to else f"{p.run}, {p.metric}"
+    where = f" over x {p.span[0]:g}-{p.span[1]:g}" if p.span is not None else ""
+    return f"{p.run} / {p.relative_to}, {p.metric}" if p.relative_to else f"{p.run}, {p.metric}{where}"
 
 
 def comparison_rows(result: SectionResult) -> list[dict[str, Any]]:

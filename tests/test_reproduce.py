@@ -203,6 +203,27 @@ def test_derived_metrics_divide_and_traces_average(tmp_path):
     json.dumps(comparison_rows(run_section(study.sections[1], base)))
 
 
+def test_published_span_compares_with_the_trace_mean_over_that_stretch(tmp_path):
+    """Oracle: the mean of the trace points inside the span, by hand (checkpoints 4-6 of 9 sit in pass 2 of 3)."""
+    from iowatt.scenarios.loader import load
+    from iowatt.scenarios.run import run_scenario
+
+    demo = REPO / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml"
+    overrides = {"workload.passes": 3, "workload.checkpoints_per_pass": 3, "workload.size": "100 GB"}
+    document = run_scenario(load(demo, [f"{k}={v}" for k, v in overrides.items()]))[0]
+    path = _study(tmp_path, [
+        {"title": "trace", "figure": "trace", "trace_span": 3, "runs": [{"label": "r", "scenario": str(demo), "set": overrides}],
+         "metrics": [{"label": "t (s)", "metric": "checkpoint.durations_seconds"},
+                     {"label": "WA", "metric": "checkpoint.checkpoint_write_amplification", "axis": "right"}],
+         "published": [{"run": "r", "metric": "t (s)", "value": 1.0, "span": [1, 2]}]},
+    ])
+    study, base = load_study(path)
+    result = run_section(study.sections[0], base)
+    durations = document["checkpoint"]["durations_seconds"]
+    assert result.claims[0].predicted == pytest.approx(sum(durations[3:6]) / 3)
+    assert result.values[("r", "WA")].trace == pytest.approx(document["checkpoint"]["checkpoint_write_amplification"])
+
+
 @pytest.mark.parametrize(
     ("section", "needle"),
     [

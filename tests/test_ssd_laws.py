@@ -14,7 +14,7 @@ from iowatt.models import catalog, links, nand, ssd
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from iowatt.models.ssd import SSDSpec
 from iowatt.simulator.flows import FlowEngine, run_until_idle
-from iowatt.simulator.storage import Access
+from iowatt.simulator.storage import Access, FileWrite
 from iowatt.simulator.storage.ssd import SsdDrive
 
 from tests.queueing_oracle import per_io_units
@@ -267,7 +267,9 @@ def test_write_cliff_when_the_slc_cache_runs_out() -> None:
     engine = FlowEngine(env)
     drive = SsdDrive(engine, "ssd0", spec, 0, 0.0)
     amount = 0.3e12
-    flow = engine.start("fill", amount, drive.usage(Access("write", 128 * KiB, "seq")))
+    access = Access("write", 128 * KiB, "seq", file="fill")
+    drive.store(FileWrite("fill"), amount, access)
+    flow = engine.start("fill", amount, drive.usage(access))
     run_until_idle(env, engine)
     cache = 0.12e12
     expected = cache / 3000e6 + (amount - cache) / (1.0 / ssd.write_seconds_per_byte(spec, 128 * KiB))

@@ -184,6 +184,11 @@ class ClusterVolume(Volume):
         self.paths.add(plan.path)
         return plan.usage
 
+    def stored_shares(self) -> list[tuple[Drive, float]]:
+        """The representative node's drives: each node stores (k + m) / k of the data over the nodes."""
+        per_node = erasure.write_expansion(self.layout.k, self.layout.m) / self.layout.nodes
+        return [(d, s * per_node) for d, s in self.pool.stored_shares()]
+
     def client_side(self) -> list[Constraint]:
         """The per-client stations (NIC ports, NIC cards' PCIe, frontend cores): `clients` x one client's."""
         return [st.constraint for name, st in self.stations.items() if name.startswith("cluster.clients.")]

@@ -2,11 +2,19 @@
 
 A workload asks a volume one question in several forms: "for host requests
 like these, what does one byte cost?"  The requests are described by an
-`Access` (operation, block size, pattern, requests outstanding, overwrite);
+`Access` (operation, block size, pattern, requests outstanding, overwrite,
+the file they belong to);
 the answer is a `Usage`, the list of (constraint, coefficient per host byte)
 the byte crosses in the flow engine.  The same `Access` gives the request's
 latency with nothing else queued (QD1) and the closed-loop law that a
 workload holding N requests in flight runs at (`ConcurrencyLaw`).
+
+Writes that change what a drive holds are announced first: `Volume.store`
+tells every drive its share of a file's bytes (`FileWrite`: the file, the one
+it replaces, whether that one is discarded), so that each drive's filesystem
+view places them and its FTL works out what they cost (simulator/storage/ssd.py,
+models.ftl); the flows then carry `Access.file` and pay that write
+amplification.  `Drive.write_log` reports each stored write.
 
 Drives (SSD, HDD) implement `Drive`; storage kinds (local, RAID, NFS,
 cluster, ...) implement `Volume` and are registered in
@@ -45,8 +53,9 @@ class Access:
     pattern       "seq" (consecutive offsets) or "rand"
     queue_depth   host requests outstanding at this volume (closed loop); hard disks reorder
                   what they hold (models.hdd), RAID and NFS pass it on to their members
-    overwrite     writes replace data the drives already hold (no new valid data; random
-                  overwrites pay garbage collection once it runs)
+    overwrite     writes replace the file's own data in place (a rewrite, not new data)
+    file          the file the bytes belong to, as announced with Volume.store (None: writes
+                  priced at the drive's state now, without changing it)
     """
 
     op: Op
@@ -54,6 +63,7 @@ class Access:
     pattern: Pattern = "seq"
     queue_depth: float = 1.0
     overwrite: bool = False
+    file: str | None = None
 
     def __post_init__(self) -> None:
         if self.op not in ("read", "write"):
@@ -72,6 +82,34 @@ class Access:
     def with_(self, **changes: object) -> Access:
         """A copy with some fields changed (e.g. the piece a member drive sees)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    """A file about to be written: its name, the file it replaces (deleted first), and whether that one is
+    discarded now (True / False; None: as the filesystem's discard policy says)."""
+
+    name: str
+    replaces: str | None = None
+    discard: bool | None = None
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    """One stored write as a drive saw it: bytes, what it programmed, and its FTL before and after.
+
+    ftl_valid_*       share of the user capacity the drive holds as valid data
+    filesystem_fill   share the filesystem's live files hold afterwards
+    endurance_used    NAND bytes programmed / the NAND bytes the endurance rating allows"""
+
+    time_s: float
+    file: str
+    host_bytes: float
+    nand_bytes: float
+    ftl_valid_before: float
+    ftl_valid_after: float
+    filesystem_fill: float
+    endurance_used: float
 
 
 @dataclass(frozen=True)
@@ -159,6 +197,17 @@ class Drive(ABC):
         if nbytes < 0.0:
             raise ValueError(f"discard: bytes must be >= 0, found {nbytes!r}")
 
+    def store(self, target: FileWrite, nbytes: float, access: Access) -> None:
+        """`nbytes` of file `target` are about to be written with requests like `access` (drives that track
+        what they hold place them now; see Volume.store)."""
+        del target, access
+        if nbytes < 0.0:
+            raise ValueError(f"store: bytes must be >= 0, found {nbytes!r}")
+
+    def write_log(self) -> list[WriteRecord]:
+        """The writes stored on this drive so far (drives that track what they hold)."""
+        return []
+
     def occupy(self, share_of_capacity: float) -> None:
         """The workload's data occupy this share of the capacity beyond what is there (hard disks sweep it)."""
         del share_of_capacity
@@ -201,6 +250,22 @@ class Volume(ABC):
     @abstractmethod
     def discard(self, nbytes: float) -> None:
         """`nbytes` of host data are deleted and discarded down to the drives."""
+
+    def stored_shares(self) -> list[tuple[Drive, float]]:
+        """Bytes each unique drive stores per byte of file data (its share of the data, with the parity,
+        copies or erasure code a whole-stripe write adds).  Default: the data spread evenly over `drives`
+        (a lumped drive stands for several: each of them stores one share)."""
+        return [(d, 1.0 / len(self.drives)) for d in self.unique_drives]
+
+    def store(self, target: FileWrite, nbytes: float, access: Access) -> None:
+        """`nbytes` host bytes of file `target` are about to be written with requests like `access`: every
+        drive places its share now (the file it replaces freed first), so that flows with
+        `access.with_(file=target.name)` pay what these bytes cost on each drive."""
+        if nbytes < 0.0:
+            raise ValueError(f"store: bytes must be >= 0, found {nbytes!r}")
+        for drive, share in self.stored_shares():
+            if share > 0.0:
+                drive.store(target, nbytes * share, access)
 
     def occupy(self, share_of_capacity: float) -> None:
         """The workload's data occupy this share of the volume's capacity (passed to every drive)."""

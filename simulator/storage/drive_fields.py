@@ -1,13 +1,16 @@
-"""The drives of a volume, as a scenario names them: which device, its NVMe power state, how full."""
+"""The drives of a volume, as a scenario names them: which device, its NVMe power state, how full, and the
+filesystem on them (what it tells the drives: models.filesystem)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from iowatt.models import catalog
+from iowatt.models.filesystem import PRESETS, Allocator, Discard, FilesystemName, FilesystemSpec, Replace
+from iowatt.models.ftl import Precondition
 from iowatt.models.hdd import HDDSpec
 from iowatt.models.ssd import SSDSpec, power_cap_W
-from iowatt.models.units import Fraction
+from iowatt.models.units import Fraction, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogRef, check_catalog_ref, parse_power_state
 from iowatt.simulator.storage.contract import Drive
@@ -17,13 +20,41 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 
 class DriveFields(BaseModel):
-    """The drives of a volume: which device, its NVMe power state and how full it is."""
+    """The drives of a volume: which device, its NVMe power state, how full it is and the filesystem on it."""
 
     model_config = ConfigDict(extra="forbid")
 
     device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
     power_state: Annotated[int, WithJsonSchema(POWER_STATE_SCHEMA)] = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
-    fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity already holding data")
+    fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity the filesystem's files hold at the start")
+    ftl_valid: Fraction | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="SSDs: share of user capacity the drive holds as valid at the start (at least `fill`; more = deleted "
+        "data never discarded).  Default: `fill`",
+    )
+    precondition: Precondition = Field(
+        default="random",
+        description="SSDs: how the data on the drive at the start were written.  'random': SNIA PTS-E steady state of random "
+        "writes, free space scattered over partly valid blocks (a drive in use); 'sequential': one sequential pass",
+    )
+    filesystem: FilesystemName = Field(
+        default="ext4", description="filesystem on the volume: its defaults for discard, allocator and replace (models.filesystem)"
+    )
+    discard: Discard | None = Field(
+        default=None,
+        description="SSDs: 'on_delete' (mount -o discard), 'periodic' (fstrim every fstrim_interval) or 'none'.  "
+        "Default: the filesystem's (ext4, xfs: none, their mount default)",
+    )
+    fstrim_interval: Seconds | None = Field(default=None, gt=0, description="period of fstrim with discard: periodic (default 1 week, fstrim.timer)")
+    allocator: Allocator | None = Field(
+        default=None,
+        description="SSDs: where new files go: 'next_fit' (never-written space first, then the oldest freed; ext4's default) "
+        "or 'reuse' (the space freed last; xfs's default)",
+    )
+    replace: Replace | None = Field(
+        default=None,
+        description="SSDs: how a file is replaced: 'delete_then_create' (default) or 'truncate_rewrite' (its own blocks first)",
+    )
     layout_clusters: int = Field(
         default=1, ge=1, le=1024,
         description="hard disks: equal pieces the data lie in, spread evenly over the disk (filesystem allocation groups); "
@@ -47,6 +78,12 @@ class DriveFields(BaseModel):
         return parse_power_state(value)
 
     @model_validator(mode="after")
+    def _held(self) -> DriveFields:
+        if self.ftl_valid is not None and self.ftl_valid < self.fill:
+            raise ValueError(f"ftl_valid: expected at least fill ({self.fill:g}), found {self.ftl_valid:g}")
+        return self
+
+    @model_validator(mode="after")
     def _state_exists(self) -> DriveFields:
         spec = self.device_spec()
         if isinstance(spec, HDDSpec):
@@ -55,6 +92,13 @@ class DriveFields(BaseModel):
             return self
         power_cap_W(spec, self.power_state)  # raises with the valid range
         return self
+
+    def filesystem_spec(self) -> FilesystemSpec:
+        """The filesystem's preset with the fields given here overriding it."""
+        preset = PRESETS[self.filesystem]
+        changes = {k: v for k, v in (("discard", self.discard), ("allocator", self.allocator), ("replace", self.replace),
+                                     ("fstrim_interval_s", self.fstrim_interval)) if v is not None}
+        return preset.model_copy(update=changes)
 
     def device_spec(self) -> SSDSpec | HDDSpec:
         """The one catalog lookup of a drive: SSDs first, then hard disks."""
@@ -65,4 +109,6 @@ class DriveFields(BaseModel):
         spec = self.device_spec()
         if isinstance(spec, HDDSpec):
             return [HddDrive(engine, f"{prefix}hdd{i}", spec, self.fill, data_clusters=self.layout_clusters) for i in range(count)]
-        return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill) for i in range(count)]
+        fs = self.filesystem_spec()
+        return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill, fs, self.ftl_valid, self.precondition)
+                for i in range(count)]

@@ -1,33 +1,41 @@
-"""One SSD in the flow engine (the Drive contract): its constraints, power meter and state.
+"""One SSD in the flow engine (the Drive contract): its constraints, power meter, and what it holds.
 
 Constraints (per drive, N = drive index):
   ssdN.link_write / ssdN.link_read   PCIe payload rate per direction
   ssdN.read                          read service time, 1 device-second per second
   ssdN.write                         write service time at the native program rate; its capacity
-                                     is a speed factor set by the fill-state dynamics below
+                                     is the pSLC speed factor (below)
   ssdN.media                         shared service time of reads and writes (interference law)
   ssdN.power                         dynamic power budget = power-state cap - idle (W)
-  ssdN.host_bytes / nand_bytes / new_bytes
-                                     unbounded counters (coefficient 1 per host byte, WA per host
-                                     byte, 1 per byte of new data) that the dynamics integrate
+  ssdN.host_bytes / nand_bytes       unbounded counters (1 per host byte, WA per host byte)
 
-Fill-state dynamics (on ssdN.write): the fill level advances with bytes of new
-data; the pSLC cache (if the drive has one) absorbs host writes at
-slc_write_MBps until it is used up, and its size shrinks as the drive fills
-(models.nand.slc_cache_bytes).  The engine is told of a breakpoint at every
-1 % fill band (where the cache size is re-evaluated) and at the SLC cliff,
-where the write capacity drops to the native rate.  A write flow's WA is
-fixed when it starts (write_usage): random overwrites see the greedy
-steady-state WA at the fill of that moment; overwrites do not change fill.
+What the drive holds.  The filesystem's view of the drive's share of the
+volume (models.filesystem: live files, free space in the order the allocator
+reuses it, discard policy) and the FTL's (models.ftl: valid data per owner in
+block groups under greedy garbage collection) are kept apart: a file deleted
+without discard stays valid to the FTL.  `store` applies a file write to both
+at once, when it is announced: the filesystem frees the file it replaces
+(discarding it if told to) and places the new bytes on never-written or
+trimmed space or over stale data; the FTL programs them, kills what they
+overwrite and collects garbage; the NAND bytes programmed per host byte of
+exactly this write are the write amplification its flows (`Access.file`) pay
+in service time, power and NAND-byte counters.  Writes of less than the
+indirection unit pay its read-modify-write on top (models.ssd.iu_factor).
+Writes without a stored file are priced at the state as it is, without
+changing it.
 
-Garbage collection starts when every physical block has been programmed once:
-a drive given with fill > 0 is taken as preconditioned (in steady state, as
-SNIA SSS PTS preconditions with 2x the capacity before measuring), a drive at
-fill 0 is fresh-out-of-box until its NAND bytes written reach the raw NAND
-(capacity x (1 + over-provisioning)); before that random overwrites cost only
-the indirection-unit read-modify-write (there is always a free block to write);
-after it every random write pays the greedy WA at the current fill.
-TRIM (`discard`) lowers the fill: deleted data stop holding NAND.
+The drive is given with `fill` (files on it) and `ftl_valid` (what its FTL
+holds as valid, default the same: more means deleted data never discarded),
+written as `precondition` says (SNIA PTS-E random steady state, or one
+sequential pass); a drive at 0 is fresh out of box.
+
+pSLC cache (drives with one): free NAND programmed one bit per cell takes host
+writes at slc_write_MBps until it is used up, with no reclaim while writing
+(W08).  Its size shrinks as the drive's valid data grow
+(models.nand.slc_cache_bytes): for writes of new data starting at valid share
+f0 the cache runs out after x = min(max share x C, C (1 + op - f0) / (bits + 1))
+host bytes, where the cache left, C (1 + op - f0 - x / C) / bits, meets x.
+The engine is told of that one breakpoint.
 """
 
 from __future__ import annotations
@@ -37,106 +45,102 @@ from collections.abc import Generator
 from typing import Any
 
 from iowatt.models import nand
+from iowatt.models.filesystem import PRESETS, Extent, FileSpace, FilesystemSpec
+from iowatt.models.ftl import STEP_SHARE, FluidFTL, Kill, Precondition
 from iowatt.models.links import device_queue_limit, link_payload_Bps
 from iowatt.models.ssd import (
     SSDSpec,
     io_joules,
+    iu_factor,
+    over_provisioning_of,
     power_cap_W,
     queue_seconds,
     read_joules_per_byte,
     read_seconds_per_byte,
     transition_seconds,
     unloaded_latency_s,
-    write_amplification,
     write_joules_per_byte,
-    write_seconds_per_byte,
+    write_seconds_per_byte_at,
 )
 from iowatt.simulator.flows import Constraint, FlowEngine
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, Usage, WriteRecord
 
-FILL_BAND = 0.01  # fill breakpoints every 1 % of user capacity
+INITIAL = "initial"               # owner of the files the drive was given with
+INITIAL_STALE = "initial.stale"   # owner of deleted data it still holds (ftl_valid above fill)
 
 
-class _FillState:
-    """Dynamics of ssdN.write: fill level, pSLC cache use, byte counters."""
+class _WriteState:
+    """Dynamics of ssdN.write: host and NAND byte counters, pSLC cache use (module docstring)."""
 
     def __init__(self, drive: SsdDrive) -> None:
         self.drive = drive
         spec = drive.spec
         self.has_slc = spec.slc_cache_max_fraction > 0.0 and spec.slc_write_MBps is not None
         self.slc_used = 0.0
-        self.slc_exhausted = not self.has_slc or self.cache_size() <= 0.0
+        f0 = drive.fill
+        bits = nand.BITS_PER_CELL[spec.nand]
+        cap = spec.capacity_bytes
+        self.slc_budget = min(spec.slc_cache_max_fraction * cap, max(0.0, cap * (1.0 + drive.over_provisioning - f0)) / (bits + 1))
+        self.slc_exhausted = not self.has_slc or self.slc_budget <= 0.0
         self.speed_slc = (spec.slc_write_MBps or spec.seq_write_MBps) / spec.seq_write_MBps
         self.host_bytes = 0.0
         self.nand_bytes = 0.0
-        self.elapsed = 0.0
-        self.trace: list[tuple[float, float, float]] = []  # (time, fill, write speed factor)
-
-    def cache_size(self) -> float:
-        s = self.drive.spec
-        return nand.slc_cache_bytes(s.capacity_bytes, self.drive.fill, s.over_provisioning, s.nand, s.slc_cache_max_fraction)
 
     def speed(self) -> float:
         return 1.0 if self.slc_exhausted else self.speed_slc
 
-    def _rates(self) -> tuple[float, float, float]:
-        d = self.drive
-        return d.host_counter.load, d.nand_counter.load, d.new_counter.load
-
     def advance(self, elapsed_seconds: float, load: float) -> None:
         del load
-        host, nand_rate, new = self._rates()
-        self.elapsed += elapsed_seconds
-        self.host_bytes += host * elapsed_seconds
-        self.nand_bytes += nand_rate * elapsed_seconds
         d = self.drive
-        d.valid_fraction = min(1.0, d.valid_fraction + new * elapsed_seconds / d.spec.capacity_bytes)
+        host = d.host_counter.load
+        self.host_bytes += host * elapsed_seconds
+        self.nand_bytes += d.nand_counter.load * elapsed_seconds
         if not self.slc_exhausted:
             self.slc_used += host * elapsed_seconds
 
     def seconds_to_breakpoint(self, load: float) -> float:
         del load
-        if self.slc_exhausted:
-            # fill bands only re-size the pSLC cache; without one nothing changes at them (workloads
-            # read the fill when they start a flow, after engine.sync brings it up to date)
+        host = self.drive.host_counter.load
+        if self.slc_exhausted or host <= 0.0:
             return math.inf
-        host, _nand, new = self._rates()
-        d = self.drive
-        due = math.inf
-        if new > 0.0 and d.fill < 1.0:
-            band = min(1.0, (math.floor(d.fill / FILL_BAND + 1e-6) + 1) * FILL_BAND)
-            due = (band - d.fill) * d.spec.capacity_bytes / new
-        if not self.slc_exhausted and host > 0.0:
-            due = min(due, max(0.0, self.cache_size() - self.slc_used) / host)
-        return due
+        return max(0.0, self.slc_budget - self.slc_used) / host
 
     def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
-        if not self.slc_exhausted and self.slc_used >= self.cache_size() * (1.0 - 1e-9) - 1.0:
+        if not self.slc_exhausted and self.slc_used >= self.slc_budget * (1.0 - 1e-9) - 1.0:
             self.slc_exhausted = True
-        self.trace.append((engine.env.now, self.drive.fill, self.speed()))
         engine.set_capacity(constraint, self.speed())
 
 
 class SsdDrive(Drive):
     """One SSD in the flow engine."""
 
-    def __init__(self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float) -> None:
+    def __init__(self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float,
+                 filesystem: FilesystemSpec | None = None, ftl_valid: float | None = None,
+                 precondition: Precondition = "random") -> None:
         self.engine = engine
         self.name = name
         self.spec = spec
         self.power_state = power_state
-        self.valid_fraction = fill
-        self.fill_start = fill
+        capacity = spec.capacity_bytes
+        held = fill if ftl_valid is None else ftl_valid
+        if not 0.0 <= fill <= held <= 1.0:
+            raise ValueError(f"ftl_valid: expected between fill ({fill!r}) and 1, found {held!r}")
+        self.over_provisioning = over_provisioning_of(spec)
+        self.ftl = FluidFTL(capacity, self.over_provisioning)
+        self.ftl.precondition({INITIAL: fill * capacity, INITIAL_STALE: (held - fill) * capacity}, precondition)
+        self.files = FileSpace(capacity, filesystem or PRESETS["ext4"], fill * capacity, (held - fill) * capacity,
+                               initial_owner=INITIAL, stale_owner=INITIAL_STALE)
+        self.fill_start = self.ftl.valid_fraction
+        self._wa: dict[tuple[str, bool], float] = {}  # (file, overwrite) -> WA of its last stored write
+        self._log: list[WriteRecord] = []
         link = link_payload_Bps(spec.link)
         self.link_write = engine.constraint(f"{name}.link_write", link)
         self.link_read = engine.constraint(f"{name}.link_read", link)
         self.read = engine.constraint(f"{name}.read", 1.0)
         self.host_counter = engine.constraint(f"{name}.host_bytes", math.inf)
         self.nand_counter = engine.constraint(f"{name}.nand_bytes", math.inf)
-        self.new_counter = engine.constraint(f"{name}.new_bytes", math.inf)
-        self.state = _FillState(self)
+        self.state = _WriteState(self)
         self.write = engine.constraint(f"{name}.write", self.state.speed(), dynamics=self.state)
-        self.state.trace.append((engine.env.now, fill, self.state.speed()))
         self.media = engine.constraint(f"{name}.media", 1.0)
         cap = power_cap_W(spec, power_state)
         self.cap_W = cap
@@ -149,7 +153,12 @@ class SsdDrive(Drive):
     # ------------------------------------------------------------ state
     @property
     def fill(self) -> float:
-        return self.valid_fraction
+        """FTL-valid share of the user capacity (what the drive holds as data, deleted-but-not-discarded included)."""
+        return self.ftl.valid_fraction
+
+    @property
+    def filesystem_fill(self) -> float:
+        return self.files.live_bytes / self.spec.capacity_bytes
 
     @property
     def queue_limit(self) -> int | None:
@@ -159,17 +168,70 @@ class SsdDrive(Drive):
     def tracks_writes(self) -> bool:
         return True
 
-    @property
-    def gc_active(self) -> bool:
-        """Garbage collection runs: preconditioned drive, or every physical block programmed once."""
-        raw = self.spec.capacity_bytes * (1.0 + self.spec.over_provisioning)
-        return self.fill_start > 0.0 or self.state.nand_bytes >= raw
-
     def discard(self, nbytes: float) -> None:
-        """TRIM of `nbytes` of user data: the fill drops (the blocks hold no valid data any more)."""
+        """TRIM of `nbytes` of data the drive is not told the owner of: they die spread over what it holds."""
         super().discard(nbytes)
-        self.engine.sync(self.write)  # bring the fill up to now before changing it
-        self.valid_fraction = max(0.0, self.valid_fraction - nbytes / self.spec.capacity_bytes)
+        total = self.ftl.valid_bytes
+        if total > 0.0 and nbytes > 0.0:
+            self.ftl.discard([Kill(o, min(nbytes, total) * v / total, False) for o, v in self.ftl.owners().items()])
+
+    def store(self, target: FileWrite, nbytes: float, access: Access) -> None:
+        """Place `nbytes` of file `target` (module docstring) and record what they cost."""
+        super().store(target, nbytes, access)
+        self._discard(self.files.trims_due(self.engine.env.now))  # the periodic fstrim runs due by now
+        before = self.fill
+        ordered = access.pattern == "seq"
+        if target.replaces is not None:
+            truncate = self.files.spec.replace == "truncate_rewrite"
+            self._discard(self.files.delete(target.replaces, target.discard, truncate))
+        own = self.files.owner_of(target.name)
+        if access.overwrite and own is not None:
+            # a rewrite in place: the file's own data die as the new data land
+            programmed = self.ftl.write(own, nbytes, ordered, [Kill(own, nbytes, ordered)])
+        else:
+            owner, pieces = self.files.allocate(target.name, nbytes)
+            kills = [Kill(e.owner, e.nbytes, ordered) for e in pieces if e.owner is not None]
+            programmed = self.ftl.write(owner, nbytes, ordered, kills)
+        programmed *= iu_factor(self.spec, access.block_bytes) if access.pattern == "rand" else 1.0
+        wa = programmed / nbytes if nbytes > 0.0 else 1.0
+        self._wa[(target.name, access.overwrite)] = wa
+        self._record(target.name, nbytes, programmed, before)
+
+    def _discard(self, extents: list[Extent]) -> None:
+        kills = [Kill(e.owner, e.nbytes, True) for e in extents if e.owner is not None]
+        if kills:
+            self.ftl.discard(kills)
+
+    def _record(self, file: str, host: float, programmed: float, before: float) -> None:
+        spec = self.spec
+        rated = math.inf
+        if spec.endurance_dwpd is not None:
+            rated = nand.rated_nand_bytes(spec.capacity_bytes, spec.endurance_dwpd, spec.warranty_years, spec.endurance_rating_wa)
+        record = WriteRecord(self.engine.env.now, file, host, programmed, before, self.fill, self.filesystem_fill, programmed / rated)
+        last = self._log[-1] if self._log else None
+        if last is not None and last.file == file:  # one file written in pieces (fio segments): one record
+            record = WriteRecord(last.time_s, file, last.host_bytes + host, last.nand_bytes + programmed, last.ftl_valid_before,
+                                 record.ftl_valid_after, record.filesystem_fill, last.endurance_used + record.endurance_used)
+            self._log[-1] = record
+        else:
+            self._log.append(record)
+
+    def write_log(self) -> list[WriteRecord]:
+        return list(self._log)
+
+    def write_amplification(self, access: Access) -> float:
+        """NAND bytes per host byte that writes like `access` program: their stored file's, or (no file) what
+        the next writes of new data (or of rewrites) would cost at the state as it is."""
+        if access.file is not None and (access.file, access.overwrite) in self._wa:
+            return self._wa[(access.file, access.overwrite)]
+        ordered = access.pattern == "seq"
+        probe = STEP_SHARE * self.spec.capacity_bytes
+        kills: list[Kill] = []
+        total = self.ftl.valid_bytes
+        if access.overwrite and total > 0.0:
+            kills = [Kill(o, probe * v / total, ordered) for o, v in self.ftl.owners().items()]
+        wa = self.ftl.write_amplification_ahead("probe", probe, ordered, kills) if self.ftl.free < 2 * probe or kills else 1.0
+        return wa * (iu_factor(self.spec, access.block_bytes) if access.pattern == "rand" else 1.0)
 
     # ------------------------------------------------------------ usage
     def usage(self, access: Access, share: float = 1.0) -> Usage:
@@ -185,16 +247,11 @@ class SsdDrive(Drive):
         ]
 
     def _write_usage(self, access: Access, share: float) -> Usage:
-        """Writes: `overwrite` bytes replace data already on the drive (fill does not grow; random
-        overwrites pay steady-state WA at the current fill once garbage collection runs)."""
-        block, pattern, overwrite = access.block_bytes, access.pattern, access.overwrite
-        self.engine.sync(self.write)  # the fill as of now, not as of the last event
-        # once GC runs, every random write (new data or not) consumes blocks that GC must free from
-        # randomly invalidated ones: the greedy WA applies to the whole random stream
-        gc = self.gc_active and (overwrite or pattern == "rand")
-        wa = write_amplification(self.spec, block, pattern, gc, self.fill)
-        t = write_seconds_per_byte(self.spec, block, pattern, gc, self.fill)
-        usage = [
+        """Writes: service time, power and NAND bytes at the write amplification of their stored file."""
+        block = access.block_bytes
+        wa = self.write_amplification(access)
+        t = write_seconds_per_byte_at(self.spec, block, wa)
+        return [
             (self.link_write, share),
             (self.write, share * t),
             (self.media, share * t / self.state.speed()),
@@ -202,9 +259,6 @@ class SsdDrive(Drive):
             (self.host_counter, share),
             (self.nand_counter, share * wa),
         ]
-        if not overwrite:
-            usage.append((self.new_counter, share))
-        return usage
 
     def qd1_latency_s(self, access: Access) -> float:
         return unloaded_latency_s(self.spec, access.block_bytes, access.write)
@@ -232,27 +286,29 @@ class SsdDrive(Drive):
 
     # ------------------------------------------------------------ results
     def report(self) -> dict[str, float]:
-        """Fill and endurance of this drive up to now (the engine brought up to now first)."""
+        """Writes, fill and endurance of this drive up to now."""
+        self.engine.sync(self.write)  # the counters as of now
         s = self.state
         wa = s.nand_bytes / s.host_bytes if s.host_bytes > 0 else 1.0
-        seconds = self.engine.env.now
         out = {
             "host_bytes_written": s.host_bytes,
             "nand_bytes_written": s.nand_bytes,
             "write_amplification_mean": wa,
             "fill_start": self.fill_start,
             "fill_end": self.fill,
+            "filesystem_fill_end": self.filesystem_fill,
+            "over_provisioning": self.over_provisioning,
             "slc_cache_exhausted": float(s.slc_exhausted),
         }
         life = nand.endurance(
-                self.spec.capacity_bytes,
-                s.host_bytes,
-                s.nand_bytes,
-                seconds,
-                self.spec.endurance_dwpd,
-                self.spec.warranty_years,
-                self.spec.endurance_rating_wa,
-            )
+            self.spec.capacity_bytes,
+            s.host_bytes,
+            s.nand_bytes,
+            self.engine.env.now,
+            self.spec.endurance_dwpd,
+            self.spec.warranty_years,
+            self.spec.endurance_rating_wa,
+        )
         # no writes (or no rating): the endurance is not consumed; leave the infinite value out (JSON has no inf)
         out.update({k: v for k, v in life.items() if math.isfinite(v)})
         return out

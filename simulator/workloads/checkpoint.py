@@ -31,12 +31,14 @@ ranks start together; the checkpoint ends when the last rank's save
 returns, as DLIO times it.
 
 Passes.  Checkpoints keep landing on the drive until the next one would pass
-`fill_target` of its capacity (or `checkpoints_per_pass` are stored); then the
-oldest files are overwritten in order, as in StorageReview's fill study.
-Without `trim` (the default: ext4 and XFS mount without `discard`, and the
-study names no fstrim) the drive is not told that the old files are gone:
-the new bytes are overwrites of data it still holds, so its fill state and
-garbage collection (simulator/ssd_runtime.py) act on later passes.
+`fill_target` of its capacity (or `checkpoints_per_pass` are stored); then
+each new checkpoint replaces the one a pass before it, as in StorageReview's
+fill study.  Every checkpoint is a file announced to the volume
+(Volume.store): the filesystem deletes the one it replaces (discarding it
+with `trim`, or as its own policy says) and places the new one, and each
+drive's FTL works out what it costs (simulator/storage/ssd.py, models.ftl);
+per pass the result gives the drives' write amplification, FTL-valid share
+at the start, NAND bytes and endurance used.
 
 Restore.  With `restore: true`, after the saves every rank reads its shard of
 the last checkpoint back (host-to-device copy when copy_from_gpu).
@@ -55,9 +57,10 @@ from typing import Literal
 import simpy
 from iowatt.models import host_io
 from iowatt.models.units import Bytes, Fraction, Seconds
-from iowatt.simulator.storage import Access, Usage
+from iowatt.simulator.storage import Access, FileWrite, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from iowatt.simulator.workloads._checkpoint_design import SaveDesign
+from iowatt.simulator.workloads._fill_passes import drive_figures
 from iowatt.simulator.workloads._mlperf_checkpoint import MlperfProcedure, run_procedure
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -131,7 +134,11 @@ class CheckpointParams(BaseModel):
         description="DRAM the benchmark's processes hold (not page cache); default: the state kept between saves "
         "(all of it, or the optimizer state when the weights are regenerated), at most the installed memory",
     )
-    trim: bool = Field(default=False, description="the filesystem discards the overwritten checkpoint's blocks (mount -o discard / fstrim)")
+    trim: bool = Field(
+        default=False,
+        description="discard each replaced checkpoint's blocks when it is deleted (fstrim of its files); otherwise the "
+        "filesystem's discard policy (storage.discard) decides",
+    )
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
     mlperf: MlperfProcedure | None = Field(
         default=None, description="run MLPerf Storage v2.0/v3.0 checkpointing: N writes with fsync, N reads, scoring over ranks and runs"
@@ -347,24 +354,21 @@ class _Timings:
 def _training(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, saver: _RankSaver, out: _Timings) -> Generator[simpy.Event, object, None]:
     """Training steps between checkpoints, each checkpoint saved by every writing rank, then the restore."""
     env, engine, system = ctx.env, ctx.engine, ctx.system
-    stored = [0.0] * plan.per_pass        # bytes held in each checkpoint slot
     for number in range(plan.total):
         if params.interval > 0.0 and system.gpus:
             compute = [engine.transfer(f"step.{g.name}", params.interval, [(g.compute, 1.0)]) for g in system.gpus]
             yield simpy.AllOf(env, compute)
         elif params.interval > 0.0:
             yield env.timeout(params.interval)
-        slot = number % plan.per_pass
-        overwrite = stored[slot] > 0.0
-        if overwrite and params.trim:
-            system.volume.discard(stored[slot])  # the old checkpoint's blocks are freed on the drive
-        # without TRIM the drive still holds the old checkpoint: the new one replaces valid data
-        saves = Access("write", params.block_size, "seq", max(1, plan.writers), overwrite=overwrite and not params.trim)
-        drive_usage = system.volume.usage(saves)  # reads each drive's fill state as of now
+        # the checkpoint of a pass before is replaced: the filesystem deletes it and places this one, and the
+        # drives price exactly these bytes (their FTL state as of now)
+        replaced = f"ckpt{number - plan.per_pass}" if number >= plan.per_pass else None
+        saves = Access("write", params.block_size, "seq", max(1, plan.writers), file=f"ckpt{number}")
+        system.volume.store(FileWrite(f"ckpt{number}", replaced, True if params.trim else None), plan.size, saves)
+        drive_usage = system.volume.usage(saves)
         start = env.now
         ranks = [env.process(saver.save(r, drive_usage)) for r, amount in enumerate(plan.shards) if amount > 0]
         yield simpy.AllOf(env, ranks)
-        stored[slot] = plan.size
         out.starts.append(start)
         out.durations.append(env.now - start)
     if params.restore:
@@ -422,6 +426,7 @@ def _outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, timing
         detail["pass_mean_seconds"] = means
         for p, mean in enumerate(means, start=1):
             metrics[f"save_checkpoint_pass{p}_mean_seconds"] = mean
+    drive_figures(ctx.system.volume, len(durations), per_pass, params.passes, metrics, detail)
     if load_durations:
         metrics["load_checkpoint_duration_mean_seconds"] = sum(load_durations) / len(load_durations)
         metrics["load_checkpoint_io_mean_GB_per_second"] = size / metrics["load_checkpoint_duration_mean_seconds"] / 1e9

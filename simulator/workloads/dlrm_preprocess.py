@@ -36,7 +36,7 @@ from typing import Literal
 
 import simpy
 from iowatt.models.units import Bytes
-from iowatt.simulator.storage import Access
+from iowatt.simulator.storage import Access, FileWrite
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,7 +90,10 @@ def run(ctx: RunContext, params: DlrmPreprocessParams) -> WorkloadOutcome:
     host = system.host
     cached = params.page_cache and params.parquet_bytes <= params.page_cache_fraction * host.config.memory
     rd = system.volume.usage(Access("read", params.read_block_size, "seq", params.workers))
-    wr_parquet = system.volume.usage(Access("write", params.write_block_size, "seq", params.workers))
+    # the outputs are files: the drives place them (and price them) when they are announced
+    parquet = Access("write", params.write_block_size, "seq", params.workers, file="dlrm.parquet")
+    system.volume.store(FileWrite("dlrm.parquet"), params.parquet_bytes, parquet)
+    wr_parquet = system.volume.usage(parquet)
     # phase 1, per raw byte: read 1, write the Parquet share, parse on one core
     parse_cpu = 1.0 / params.parse_bytes_per_core_second
     ratio_p = params.parquet_bytes_per_row / params.raw_bytes_per_row
@@ -98,7 +101,9 @@ def run(ctx: RunContext, params: DlrmPreprocessParams) -> WorkloadOutcome:
     # phase 2, per Parquet byte: read 1 (from the drive or the page cache), write the binary share
     conv_cpu = 1.0 / params.convert_bytes_per_core_second
     ratio_b = params.binary_bytes_per_row / params.parquet_bytes_per_row
-    wr_binary = system.volume.usage(Access("write", params.write_block_size, "seq", params.workers))
+    binary = Access("write", params.write_block_size, "seq", params.workers, file="dlrm.binary")
+    system.volume.store(FileWrite("dlrm.binary"), params.binary_bytes, binary)
+    wr_binary = system.volume.usage(binary)
     source = [] if cached else rd
     usage_convert = [*source, *[(c, k * ratio_b) for c, k in wr_binary], (host.memory, params.dram_bytes_per_byte_convert), (host.cpu, conv_cpu)]
 

@@ -30,13 +30,15 @@ Erlang-N; a lightly loaded one is one exponential stage).  This is an assumption
 stated so the percentiles can be checked against measured fio output; command
 reordering (HDD SATF) makes the real tail longer.
 
-Fill.  Writes are split into segments of 1 % of the volume's capacity so a
-drive's fill state, garbage collection and pSLC cache are re-read as the job
-fills it (models.nand): sequential writes and random writes with fio's random
-map (every block once per pass) write new data; `overwrite=1`, later passes
-over the same file, and `norandommap=1` (blocks drawn with replacement:
-after w bytes a share 1 - exp(-w / size) of the file holds data) overwrite.
-The write rate per fill decile is reported as fill_write_GBps_by_decile.
+Fill.  Writes are split into segments of 1 % of the volume's capacity, each
+announced to the volume as part of the job's file (Volume.store) so that the
+drives' FTL state, garbage collection and pSLC cache follow the job as it
+fills them (models.ftl): sequential writes and random writes with fio's
+random map (every block once per pass) write new data; `overwrite=1` (fio
+lays the file out before the job starts), later passes over the same file,
+and `norandommap=1` (blocks drawn with replacement: after w bytes a share
+1 - exp(-w / size) of the file holds data) rewrite it in place.  The write
+rate per fill decile is reported as fill_write_GBps_by_decile.
 
 Only `system.volume` is used: plain drives are reached per drive (pattern,
 queue depth, overwrite), any other volume (array, NFS, cluster) through its
@@ -55,7 +57,7 @@ from typing import Any, Literal
 import simpy
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import Constraint, Flow
-from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, Usage, Volume, mix_laws
+from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, FileWrite, Usage, Volume, mix_laws
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -123,8 +125,8 @@ class FioParams(BaseModel):
 # ---------------------------------------------------------------------------- volume access
 
 
-def job_accesses(params: FioParams, overwrite_share: float) -> list[tuple[Access, float]]:
-    """The job's request classes with their shares of its bytes: reads, new writes, overwrites."""
+def job_accesses(params: FioParams, overwrite_share: float, file: str | None = None) -> list[tuple[Access, float]]:
+    """The job's request classes with their shares of its bytes: reads, new writes, overwrites (of `file`)."""
     bs, pattern, rs = params.bs, params.pattern, params.read_share
     queue = params.outstanding_per_job * params.numjobs
     parts: list[tuple[Access, float]] = []
@@ -133,18 +135,33 @@ def job_accesses(params: FioParams, overwrite_share: float) -> list[tuple[Access
     if rs < 1:
         for overwrite, part in ((False, 1.0 - overwrite_share), (True, overwrite_share)):
             if part > 0:
-                parts.append((Access("write", bs, pattern, queue, overwrite=overwrite), (1 - rs) * part))
+                parts.append((Access("write", bs, pattern, queue, overwrite=overwrite, file=file), (1 - rs) * part))
     return parts
 
 
-def job_usage(volume: Volume, params: FioParams, overwrite_share: float) -> Usage:
-    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix)."""
-    return [(c, k * w) for access, w in job_accesses(params, overwrite_share) for c, k in volume.usage(access)]
+def job_usage(volume: Volume, params: FioParams, overwrite_share: float, file: str | None = None, amount: float = 0.0) -> Usage:
+    """Constraints one byte of the job's I/O crosses (reads and writes in the job's mix); the `amount` bytes'
+    writes are announced to the volume as part of `file` first."""
+    parts = job_accesses(params, overwrite_share, file)
+    if file is not None:
+        for access, w in parts:
+            if access.write and amount * w > 0.0:
+                volume.store(FileWrite(file), amount * w, access)
+    return [(c, k * w) for access, w in parts for c, k in volume.usage(access)]
 
 
 def job_law(volume: Volume, params: FioParams) -> ConcurrencyLaw:
     """The volume's closed-loop law for the job's mix (the law `iowatt calibrate` validates, models.ssd)."""
     return mix_laws([(volume.concurrency(access), share) for access, share in job_accesses(params, params.overwrite * 1.0)])
+
+
+def job_files(volume: Volume, params: FioParams, size_job: float) -> list[str]:
+    """Each job's file (one for all when a filename is given); with overwrite=1 fio lays it out before the job."""
+    files = [f"fio.{params.name}" if params.filename else f"fio.{params.name}.{j}" for j in range(params.numjobs)]
+    if params.overwrite and params.read_share < 1.0:
+        for name in dict.fromkeys(files):
+            volume.store(FileWrite(name), size_job, Access("write", max(params.bs, 2**20), "seq", file=name))
+    return files
 
 
 # ---------------------------------------------------------------------------- latency distribution
@@ -188,6 +205,7 @@ class _FioJobs:
     written: list[float] = field(default_factory=list)     # host bytes each job has written (all segments started)
     ssd_drives: list[Drive] = field(default_factory=list)
     fill_trace: list[tuple[float, float, float]] = field(default_factory=list)  # (time, mean SSD fill, bytes written)
+    files: list[str] = field(default_factory=list)          # each job's file, as the volume knows it (Volume.store)
 
     @classmethod
     def plan(cls, ctx: RunContext, params: FioParams) -> tuple[_FioJobs, float, float]:
@@ -205,6 +223,7 @@ class _FioJobs:
         n_out = d * params.numjobs
         # the job's file: `size` per job (one shared file when a filename is given); hard disks sweep it
         volume.occupy(min(1.0, size_job * (1 if params.filename else params.numjobs) / capacity))
+        files = job_files(volume, params, size_job)
         lat_r = volume.qd1_latency_s(Access("read", bs, params.pattern))
         lat_w = volume.qd1_latency_s(Access("write", bs, params.pattern))
         # closed loop: N outstanding requests get X(N) from the volume's law; each job keeps its share d / N
@@ -219,7 +238,7 @@ class _FioJobs:
         gate = engine.constraint(f"fio.{params.name}.gate", math.inf)
         jobs = cls(ctx, params, volume, size_job, per_job_amount, law, bound, gate, ctx.env.event(),
                    flows=[[] for _ in range(params.numjobs)], job_end=[0.0] * params.numjobs, written=[0.0] * params.numjobs,
-                   ssd_drives=[x for x in volume.unique_drives if x.tracks_writes])
+                   ssd_drives=[x for x in volume.unique_drives if x.tracks_writes], files=files)
         return jobs, lat_r, lat_w
 
     def mean_fill(self) -> float:
@@ -244,7 +263,7 @@ class _FioJobs:
         segment = math.inf if rs >= 1.0 else max(bs, FILL_SEGMENT * float(self.volume.capacity_bytes) / (1 - rs))
         while remaining > bs * 1e-9 and not self.stop.triggered:
             amount = min(remaining, segment)
-            usage = [*job_usage(self.volume, params, self.overwrite_share(j)), (self.gate, 1.0)]
+            usage = [*job_usage(self.volume, params, self.overwrite_share(j), self.files[j], amount), (self.gate, 1.0)]
             flow = engine.start(f"fio.{params.name}.job{j}", amount, usage, max_rate=self.bound)
             self.flows[j].append(flow)
             self.written[j] += amount * (1 - rs)

@@ -27,7 +27,7 @@ from iowatt.models.units import Bytes
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage import registry
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Usage, Volume
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, Volume
 from iowatt.simulator.storage.front import FrontVolume
 from iowatt.simulator.storage.kinds import local, raid
 from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rates
@@ -116,6 +116,9 @@ class NfsVolume(FrontVolume):
         # DRAM bytes per data byte on the server: DMA in + DMA out; TCP adds a copy (read + write)
         self.server_dram = 2.0 if rdma else 4.0
         self.last: tuple[NfsLoop, str] | None = None
+
+    def stored_shares(self) -> list[tuple[Drive, float]]:
+        return self.inner.stored_shares()
 
     def _rpc(self, access: Access) -> tuple[Access, float]:
         """One RPC of the request as the export sees it (requests larger than rsize/wsize are split, the

@@ -151,10 +151,14 @@ class RaidVolume(Volume):
 
     def discard(self, nbytes: float) -> None:
         """Deleted files free their data and parity: each drive drops its full-stripe share."""
-        load = raid.io_load(self.level, self.n, "write", self.stripe_unit, self.stripe_unit, sequential=True)
-        for drive, share in zip(self._drives, load.write, strict=True):
+        for drive, share in self.stored_shares():
             if share > 0.0 and nbytes > 0.0:
                 drive.discard(nbytes * share)
+
+    def stored_shares(self) -> list[tuple[Drive, float]]:
+        """Each drive's full-stripe share of a file's bytes: its data and parity (or mirror copy)."""
+        load = raid.io_load(self.level, self.n, "write", self.stripe_unit, self.stripe_unit, sequential=True)
+        return list(zip(self._drives, load.write, strict=True))
 
     def _start_rebuild(self, share: float) -> None:
         """Reserve the rebuild stream: it takes `share` of the busiest involved drive's bottleneck."""

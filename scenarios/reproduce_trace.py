@@ -1,0 +1,35 @@
+"""The `trace` figure of a study: list-valued metrics against their index (every checkpoint of a fill study).
+
+Metrics on the `right` axis share the panel of the left ones (e.g. each checkpoint's write amplification beside
+its time).  A published figure with a `span` is the mean of a trace over that stretch of the x axis (a pass's
+mean checkpoint time): it is compared with the mean of the predicted trace over the same stretch and drawn as a
+dashed segment over it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.reproduce import Published, Section, SectionResult
+
+
+def trace_positions(section: Section, n: int) -> list[float]:
+    """x of each of n trace points: with a span, runs of different lengths share one axis (3 passes of 9 or 99)."""
+    return [section.trace_span * (i + 1) / n for i in range(n)] if section.trace_span else [float(i + 1) for i in range(n)]
+
+
+def span_mean(section: Section, trace: list[float], span: tuple[float, float]) -> float | None:
+    """Mean of the trace points with span[0] < x <= span[1]."""
+    xs = trace_positions(section, len(trace))
+    inside = [v for x, v in zip(xs, trace, strict=True) if span[0] < x <= span[1] + 1e-9]
+    return statistics.fmean(inside) if inside else None
+
+
+def comparable_on_trace(result: SectionResult, p: Published) -> float | None:
+    """The prediction a published span figure compares with (None: not a span figure or no trace)."""
+    cell = result.values[(p.run, p.metric)]
+    if p.span is None or cell.trace is None:
+        return None
+    return span_mean(result.section, cell.trace, p.span)
