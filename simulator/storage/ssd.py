@@ -6,10 +6,19 @@ Constraints (per drive, N = drive index):
   ssdN.write                         write service time at the native program rate; its capacity
                                      is a speed factor set by the fill-state dynamics below
   ssdN.media                         shared service time of reads and writes (interference law)
-  ssdN.power                         dynamic power budget = power-state cap - idle (W)
+  ssdN.power                         dynamic power budget = power-state cap - idle - busy floor (W)
   ssdN.host_bytes / nand_bytes / new_bytes
                                      unbounded counters (coefficient 1 per host byte, WA per host
                                      byte, 1 per byte of new data) that the dynamics integrate
+  ssdN.commands / nand_read_bytes / gc_read_bytes
+                                     unbounded counters of commands, NAND bytes read for the host and
+                                     valid bytes garbage collection reads; the command counter is also the gate
+                                     the power policy closes while the drive rests or wakes
+
+Power (models.ssd_power): the meter is the state's idle power, a busy floor while
+the command counter carries load, and energies per command, per NAND byte read,
+programmed and erased; its parts are kept apart (report: energy_J_by_part).  The
+power policy (simulator.storage.power_policy) moves the drive between states.
 
 Fill-state dynamics (on ssdN.write): the fill level advances with bytes of new
 data; the pSLC cache (if the drive has one) absorbs host writes at
@@ -36,25 +45,24 @@ import math
 from collections.abc import Generator
 from typing import Any
 
-from iowatt.models import nand
+from iowatt.models import nand, ssd_power
 from iowatt.models.links import device_queue_limit, link_payload_Bps
 from iowatt.models.ssd import (
     SSDSpec,
-    io_joules,
     power_cap_W,
     queue_seconds,
-    read_joules_per_byte,
     read_seconds_per_byte,
-    transition_seconds,
+    state_idle_W,
     unloaded_latency_s,
     write_amplification,
-    write_joules_per_byte,
     write_seconds_per_byte,
 )
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage
+from iowatt.simulator.storage.power_policy import DrivePower, PowerPolicy
 
 FILL_BAND = 0.01  # fill breakpoints every 1 % of user capacity
+POWER_BINS = 240  # the drive's power over time in the report: average power in this many equal bins
 
 
 class _FillState:
@@ -120,7 +128,9 @@ class _FillState:
 class SsdDrive(Drive):
     """One SSD in the flow engine."""
 
-    def __init__(self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float) -> None:
+    def __init__(
+        self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float, policy: PowerPolicy | None = None
+    ) -> None:
         self.engine = engine
         self.name = name
         self.spec = spec
@@ -138,13 +148,7 @@ class SsdDrive(Drive):
         self.write = engine.constraint(f"{name}.write", self.state.speed(), dynamics=self.state)
         self.state.trace.append((engine.env.now, fill, self.state.speed()))
         self.media = engine.constraint(f"{name}.media", 1.0)
-        cap = power_cap_W(spec, power_state)
-        self.cap_W = cap
-        self.power = engine.constraint(f"{name}.power", math.inf if cap is None else cap - spec.idle_W)
-        self.meter = engine.meter(name, spec.idle_W, [(self.power, 1.0)], group="storage")
-        self._e_read = read_joules_per_byte(spec)
-        self._e_write = write_joules_per_byte(spec)
-        self._e_io = io_joules(spec)
+        self._build_power(power_state, policy or PowerPolicy())
 
     # ------------------------------------------------------------ state
     @property
@@ -181,7 +185,7 @@ class SsdDrive(Drive):
             (self.link_read, share),
             (self.read, share * t),
             (self.media, share * t),
-            (self.power, share * (self._e_read + self._e_io / access.block_bytes)),
+            *self._read_power_usage(access.block_bytes, share),
         ]
 
     def _write_usage(self, access: Access, share: float) -> Usage:
@@ -198,7 +202,7 @@ class SsdDrive(Drive):
             (self.link_write, share),
             (self.write, share * t),
             (self.media, share * t / self.state.speed()),
-            (self.power, share * (self._e_write * wa + self._e_io / block)),
+            *self._write_power_usage(block, wa, share),
             (self.host_counter, share),
             (self.nand_counter, share * wa),
         ]
@@ -213,22 +217,92 @@ class SsdDrive(Drive):
         """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
         read_share = 0.0 if access.write else 1.0
         s = queue_seconds(self.spec, access.block_bytes, read_share, access.pattern, access.overwrite, self.fill)
-        return ConcurrencyLaw(self.qd1_latency_s(access), s, self.queue_limit, units=True)
+        return ConcurrencyLaw(self.qd1_latency_s(access), s / self._cap_unit_share(access), self.queue_limit, units=True)
 
-    # ------------------------------------------------------------ power states
+    # ------------------------------------------------------------ power (models.ssd_power)
+    def _build_power(self, power_state: int, policy: PowerPolicy) -> None:
+        """Counters, the cap's budget constraint, the meter by part and the power policy that moves the state."""
+        engine, name, spec = self.engine, self.name, self.spec
+        self.model = ssd_power.power_model(spec)
+        self.commands = engine.constraint(f"{name}.commands", math.inf)
+        self.nand_read = engine.constraint(f"{name}.nand_read_bytes", math.inf)
+        self.gc_read = engine.constraint(f"{name}.gc_read_bytes", math.inf)
+        self.power_state = power_state
+        self.cap_W = power_cap_W(spec, power_state)
+        self.power = engine.constraint(f"{name}.power", self._budget_W(power_state))
+        m = self.model
+        self.meter = engine.meter(
+            name, state_idle_W(spec, power_state),
+            [(self.commands, m.command_J), (self.nand_read, m.read_J_per_byte), (self.gc_read, ssd_power.gc_read_J_per_byte(m)),
+             (self.nand_counter, m.program_J_per_byte), (self.nand_counter, m.erase_J_per_byte)],
+            group="storage", busy_terms=[(self.commands, m.floor_W)],
+            labels=("state", "extra", "command", "nand_read", "gc_read", "nand_program", "nand_erase", "busy_floor"),
+        )
+        if self.meter.history is None:
+            self.meter.history = []  # the drive's power over time (report: power_W_bins)
+        self.policy = DrivePower(engine, spec, power_state, policy, self.commands, self.meter)
+
+    def _budget_W(self, power_state: int) -> float:
+        budget = ssd_power.dynamic_budget_W(self.model, power_cap_W(self.spec, power_state))
+        if budget <= 0.0:
+            raise ValueError(f"{self.spec.name} PS{power_state}: its cap leaves no power for I/O after idle and the busy floor")
+        return budget
+
+    def _read_power_usage(self, block: float, share: float) -> Usage:
+        m = self.model
+        return [
+            (self.commands, share / block),
+            (self.nand_read, share * ssd_power.nand_read_bytes(m, block)),
+            (self.power, share * ssd_power.read_J_per_host_byte(m, block)),
+        ]
+
+    def _write_power_usage(self, block: float, wa: float, share: float) -> Usage:
+        """Commands, garbage collection's reads of the WA - 1 valid bytes it moves, and the energy (programs via
+        nand_bytes, which the fill dynamics also count)."""
+        m = self.model
+        usage = [(self.commands, share / block), (self.power, share * ssd_power.write_J_per_host_byte(m, block, wa))]
+        if wa > 1.0:
+            usage.append((self.gc_read, share * (wa - 1.0)))
+        return usage
+
+    def _cap_unit_share(self, access: Access) -> float:
+        """Share of the flash units the state's cap lets work at once at this access's ceiling (1 without a cap):
+        with fewer dies busy each queued request waits longer, S / share in the concurrency law."""
+        if self.cap_W is None:
+            return 1.0
+        block = access.block_bytes
+        if access.write:
+            wa = write_amplification(self.spec, block, access.pattern, access.overwrite, self.fill)
+            per_byte = write_seconds_per_byte(self.spec, block, access.pattern, access.overwrite, self.fill)
+            joules = ssd_power.write_J_per_host_byte(self.model, block, wa)
+        else:
+            per_byte = read_seconds_per_byte(self.spec, block, access.pattern)
+            joules = ssd_power.read_J_per_host_byte(self.model, block)
+        return max(1e-9, ssd_power.cap_share(self.model, self.cap_W, joules, 1.0 / per_byte))
+
     def change_power_state(self, new_state: int) -> Generator[Any, Any, float]:
         """SimPy process body: the drive serves nothing for the transition latency, then runs under the new cap.
 
         Use as `yield env.process(drive.change_power_state(1))`; returns the transition seconds."""
         cap = power_cap_W(self.spec, new_state)
-        latency = transition_seconds(self.spec, self.power_state, new_state)
-        if latency > 0.0:
-            self.engine.set_capacity(self.power, 0.0)
-            yield self.engine.env.timeout(latency)
-        self.power_state = new_state
-        self.cap_W = cap
-        self.engine.set_capacity(self.power, math.inf if cap is None else cap - self.spec.idle_W)
+        latency = yield from self.policy.change_home(new_state)
+        self.power_state, self.cap_W = new_state, cap
+        self.engine.set_capacity(self.power, self._budget_W(new_state))
         return latency
+
+    def rest(self) -> None:
+        """The workload ended a phase (a checkpoint saved): the power policy may rest the drive."""
+        self.policy.rest()
+
+    def power_report(self) -> dict[str, object]:
+        """Energy by part, time in each state, wakes, and the power over time in equal bins."""
+        out = self.policy.report()
+        out["energy_J_by_part"] = self.meter.energy_by_part()
+        now = self.engine.env.now
+        if self.meter.history is not None and now > 0.0:
+            out["power_W_bins"] = self.meter.binned_power_W(now, POWER_BINS)
+            out["power_bin_seconds"] = now / POWER_BINS
+        return out
 
     # ------------------------------------------------------------ results
     def report(self) -> dict[str, float]:
