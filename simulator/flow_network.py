@@ -166,13 +166,16 @@ class Flow:
 class Meter:
     """Power of one component (or of `copies` identical ones lumped into one):
 
-        copies x (idle_W + extra_W + sum(k x load of c) + sum(W for each busy term whose c carries load))
+        copies x (idle_W + extra_W + sum(k x load of c) + sum(W x min(1, load of c) for each busy term))
 
     `terms` are energies per unit of a constraint's load (J per byte, per command);
-    `busy_terms` are powers drawn while their constraint carries any load at all
-    (an SSD controller's floor while commands are outstanding).  Loads are
-    constant between events, so both are piecewise constant and integrate
-    exactly.  `extra_W` is state power not carried by a flow (a GPU spinning on
+    `busy_terms` are powers drawn while at least one unit is in flight on their
+    constraint, whose load counts units in flight (Little's law: rate x time in
+    flight): an SSD controller's floor while commands are outstanding, drawn all
+    the time at one command or more in flight and for that share of the time
+    below (min(1, N): exact for a closed loop, and the M/G/inf probability
+    1 - exp(-N) ~ N of a light stream).  Loads are constant between events, so
+    both are piecewise constant and integrate exactly.  `extra_W` is state power not carried by a flow (a GPU spinning on
     completions); `idle_W` changes with the component's state (an NVMe power
     state) through FlowEngine.set_meter_idle.  With `labels` (one per part: idle,
     extra, each term, each busy term) the energy is also kept per part in
@@ -198,7 +201,7 @@ class Meter:
     def part_powers(self) -> list[float]:
         """Power of each part now (idle, extra, each term, each busy term), for one copy."""
         return [self.idle_W, self.extra_W, *(k * c.load for c, k in self.terms),
-                *(w if c.load > 0.0 else 0.0 for c, w in self.busy_terms)]
+                *(w * min(1.0, c.load) for c, w in self.busy_terms)]
 
     def current_power(self) -> float:
         return self.copies * sum(self.part_powers())

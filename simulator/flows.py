@@ -196,12 +196,16 @@ class FlowEngine:
         meter.extra_W = float(extra_W)
         meter.refresh(self.env.now)
 
-    def set_meter_idle(self, meter: Meter, idle_W: float) -> None:
-        """A component's state power changes now (energy up to now is integrated at the old power)."""
+    def set_meter_idle(self, meter: Meter, idle_W: float, at: float | None = None) -> None:
+        """A component's state power changes now, or at `at` (not before the meter's last change, not after now)
+        when a device state catches up with changes it planned while idle; energy before it keeps the old power."""
+        when = self.env.now if at is None else at
         if not idle_W >= 0.0:
             raise EngineError(f"meter {meter.name!r}: idle power must be >= 0, found {idle_W!r}")
+        if not meter.last_time - TIME_EPS <= when <= self.env.now + TIME_EPS:
+            raise EngineError(f"meter {meter.name!r}: a state change at {when!r} s is outside [{meter.last_time!r}, {self.env.now!r}]")
         meter.idle_W = float(idle_W)
-        meter.refresh(self.env.now)
+        meter.refresh(max(when, meter.last_time))
 
     @property
     def active_flows(self) -> list[Flow]:

@@ -93,6 +93,12 @@ class GPURuntime:
         self.link_h2d = engine.constraint(f"{name}.link_h2d", copy)
         self.compute = engine.constraint(f"{name}.compute", 1.0)
         self.meter = engine.meter(name, spec.idle_W, [(self.compute, spec.active_W - spec.idle_W)], group="gpu")
+        self.env = engine.env
+
+    def energy_now_J(self) -> float:
+        """The GPU's energy up to now (its power is constant since its last change, so this is exact)."""
+        self.meter.integrate_to(self.env.now)
+        return self.meter.energy_J
 
 
 class HostRuntime:
@@ -113,7 +119,8 @@ class HostRuntime:
         self.dram_meter = engine.meter(
             "dram", compute.dram_W(config.memory * nodes, 0.0), [(self.memory, compute.DRAM_J_PER_BYTE)], group="dram"
         )
-        self.nic_meter = engine.meter("nic", compute.NIC_W * config.nics * nodes, [], group="nic")
+        if config.nics:
+            engine.meter("nic", compute.NIC_W * config.nics * nodes, [], group="nic")
         self.base_meter = engine.meter("server_base", config.base_power * nodes, [], group="server")
 
     @property

@@ -128,3 +128,8 @@ def test_gpu_energy_by_phase(busy):
         m["sampling_seconds"] + m["training_seconds"] + busy * m["aggregation_seconds"]
     )
     assert sim.energy["components"]["gpu0"]["energy_J"] == pytest.approx(expected, rel=1e-9)
+    # by phase: the three add up to the GPU's energy; sampling and training run the GPU at its active power
+    phases = [m[f"gpu_energy_{p}_J"] for p in ("sampling", "aggregation", "training")]
+    assert sum(phases) == pytest.approx(sim.energy["components"]["gpu0"]["energy_J"], rel=1e-9)
+    assert m["gpu_energy_sampling_J"] == pytest.approx(gpu.active_W * m["sampling_seconds"], rel=1e-9)
+    assert m["gpu_energy_aggregation_J"] == pytest.approx((gpu.idle_W + busy * (gpu.active_W - gpu.idle_W)) * m["aggregation_seconds"], rel=1e-9)

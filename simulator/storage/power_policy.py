@@ -26,13 +26,13 @@ it when work arrives and when the last command finished.  It keeps the time spen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import simpy
 from iowatt.models.provenance import Provenance
-from iowatt.models.ssd import SSDSpec, power_state_entry, state_idle_W
+from iowatt.models.ssd import SSDSpec, power_state_entry, state_idle_W, transition_seconds
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 
 LINUX_APST_FACTOR = 50.0            # idle time = 50 x (ENLAT + EXLAT) (nvme_configure_apst)
 LINUX_MAX_LATENCY_SECONDS = 0.1     # nvme_core.default_ps_max_latency_us = 100000
-# link exit latency (s) and power saved per lane (W) by PCIe generation, in L1 and L1.2
+# link exit latency (s) and power saved per lane (W) by PCIe generation, in L1 and L1.2; idle time before L1
 ASPM_EXIT_SECONDS = {"l1": 64e-6, "l1.2": 84e-6}
+ASPM_ENTRY_IDLE_SECONDS = 32e-6
 ASPM_SAVING_W_PER_LANE = {"l1": {3: 0.05, 4: 0.07, 5: 0.1}, "l1.2": {3: 0.07, 4: 0.1, 5: 0.14}}
 
 PROVENANCE: dict[str, Provenance] = {
@@ -50,6 +51,11 @@ PROVENANCE: dict[str, Provenance] = {
         src="lspci -vv of a Samsung PM9A1/PM9A3/980 PRO: 'ASPM L1, Exit Latency L1 <64us' (public repository excerpt); "
         "an NVMe drive's L1 PM Substates capability: PortCommonModeRestoreTime=10us PortTPowerOnTime=10us (linux-pci list, 2025)",
         note="L1: the <64 us bound the drives report; L1.2: that plus common-mode restore and power-on time (10 + 10 us)",
+    ),
+    "ASPM_ENTRY_IDLE_SECONDS": Provenance(
+        p="assumed",
+        note="PCIe leaves the L1 entry idle time to the implementation; port logic enters L1 after some microseconds "
+        "to tens of microseconds without traffic.  32 us: back-to-back requests never pay an L1 exit, a pause does",
     ),
     "ASPM_SAVING_W_PER_LANE": Provenance(
         p="assumed",
@@ -144,144 +150,168 @@ class StateClock:
         return out
 
 
+@dataclass(frozen=True)
+class _Step:
+    """A change the policy has planned while the drive is idle: from `at`, the clock shows `label`."""
+
+    at: float
+    label: str          # 'PS3', 'transition', or 'L1'/'L1.2' for the link
+    state: int          # device state from then on (the target while in transition)
+    device_W: float     # device power from then on (the old state's power while in transition)
+
+
 class DrivePower:
-    """One drive's power state at run time (the Watcher of its command counter)."""
+    """One drive's power state at run time: the Watcher and Dynamics of its command counter (the gate).
+
+    While the drive is idle the policy's steps (APST's idle timers, an entry, the link dropping to L1)
+    are a plan, applied when the engine next looks at the gate (a command arrives, or the run settles):
+    idle drives schedule no events, so a policy never keeps a finished run going.  A wake is an event
+    (commands wait for it)."""
 
     def __init__(self, engine: FlowEngine, spec: SSDSpec, home: int, policy: PowerPolicy, gate: Constraint, meter: Meter) -> None:
         policy.check(spec, home)
         self.engine, self.spec, self.home, self.policy = engine, spec, home, policy
         self.gate, self.meter = gate, meter  # gate: capacity 0 while the drive cannot serve, inf when it can
-        self.state = home
-        self.settled_at = engine.env.now     # when the current state (or transition) is complete
+        now = engine.env.now
+        self.state, self.label, self.device_W = home, f"PS{home}", state_idle_W(spec, home)
+        self.until = now                      # when the transition under way completes
         self.link_l1 = False
         self.rest_asked = False
-        self.token = 0                        # retires timers scheduled before a change
-        self.clock = StateClock(f"PS{home}", engine.env.now)
-        self.link_clock = StateClock("L0", engine.env.now)
+        self.waking = False
+        self.plan: list[_Step] = []
+        self.clock = StateClock(self.label, now)
+        self.link_clock = StateClock("L0", now)
         self.wakes = 0
         self.wake_seconds = 0.0
-        self.waking = False
         self.chain = apst_chain(spec, policy) if policy.kind == "apst" else []
         gate.watcher = self
+        gate.dynamics = self
+        self.drained(engine, gate)  # the drive starts idle: APST and ASPM count from now
 
-    # ---------------------------------------------------------------- the engine's calls
-    def flow_arrives(self, engine: FlowEngine, constraint: Constraint) -> None:
+    # ---------------------------------------------------------------- Dynamics: apply the plan up to now
+    def advance(self, elapsed_seconds: float, load: float) -> None:
+        del elapsed_seconds, load
+        self._apply_until(self.engine.env.now)
+
+    def seconds_to_breakpoint(self, load: float) -> float:
+        del load
+        return float("inf")
+
+    def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
         del engine, constraint
-        self.token += 1
+
+    def _apply_until(self, now: float) -> None:
+        while self.plan and self.plan[0].at <= now:
+            step = self.plan.pop(0)
+            if step.label.startswith("L1"):
+                self.link_l1 = True
+                self.link_clock.move(step.label, step.at)
+            else:
+                self.state, self.label, self.device_W = step.state, step.label, step.device_W
+                self.until = step.at
+                self.clock.move(step.label, step.at)
+            self.engine.set_meter_idle(self.meter, self._idle_W(), at=step.at)
+
+    def _idle_W(self) -> float:
+        """Power with nothing to do: a resting link saves its lanes' power in an operational state (a non-operational
+        state's power is the whole drive's, link included; in transit the old state's power is drawn)."""
+        entry = power_state_entry(self.spec, self.state)
+        operational = self.label != "transition" and not (entry is not None and entry.non_operational)
+        saving = aspm_saving_W(self.spec, self.policy.aspm) if self.link_l1 and operational else 0.0
+        return self.device_W - saving
+
+    # ---------------------------------------------------------------- Watcher: work arrives, work is gone
+    def flow_arrives(self, engine: FlowEngine, constraint: Constraint) -> None:
+        del constraint
+        engine.sync(self.gate)  # apply what the plan did while the drive was idle
+        self.plan.clear()
+        self.rest_asked = False
         if self.waking:
             return  # a command already woke the drive: this one waits with it
-        now = self.engine.env.now
-        delay = max(0.0, self.settled_at - now)  # an entry under way completes first
+        now = engine.env.now
+        delay = max(0.0, self.until - now)  # a transition under way completes first
         if self.state != self.home:
-            delay += self._transition(self.state, self.home)
+            delay += transition_seconds(self.spec, self.state, self.home)
         if self.link_l1:
             delay += ASPM_EXIT_SECONDS[self.policy.aspm]
-            self._link(False)
-        self.rest_asked = False
+            self.link_l1 = False
+            self.link_clock.move("L0", now)
         if delay <= 0.0:
+            self.engine.set_meter_idle(self.meter, self._idle_W())
             return
         self.wakes += 1
         self.wake_seconds += delay
         self.waking = True
-        self.engine.set_capacity(self.gate, 0.0)
-        self.engine.set_meter_idle(self.meter, state_idle_W(self.spec, self.home))
+        engine.set_capacity(self.gate, 0.0)
+        self.state, self.label, self.device_W, self.until = self.home, "transition", state_idle_W(self.spec, self.home), now + delay
         self.clock.move("transition", now)
-        self.state, self.settled_at = self.home, now + delay
-        self._after(delay, self._awake)
+        engine.set_meter_idle(self.meter, self._idle_W())
+        engine.env.process(self._wake(delay))
+
+    def _wake(self, delay: float) -> Generator[simpy.Event, object, None]:
+        yield self.engine.env.timeout(delay)
+        self.waking = False
+        self.label = f"PS{self.home}"
+        self.clock.move(self.label, self.engine.env.now)
+        self.engine.set_meter_idle(self.meter, self._idle_W())
+        self.engine.set_capacity(self.gate, float("inf"))
 
     def drained(self, engine: FlowEngine, constraint: Constraint) -> None:
-        del engine, constraint
-        self.token += 1
+        del constraint
+        engine.sync(self.gate)
+        now = engine.env.now
+        self.plan = []
         if self.policy.aspm != "off":
-            self._link(True)
-        if self.policy.kind == "apst" and self.chain:
-            state, idle = self.chain[0]
-            self._after(idle, lambda: self._enter(state, 1))
+            self.plan.append(_Step(now + ASPM_ENTRY_IDLE_SECONDS, self.policy.aspm.upper(), self.state, self.device_W))
+        if self.policy.kind == "apst":
+            self._plan_chain(now)
         elif self.policy.kind == "between_phases" and self.rest_asked:
-            self._enter(self.policy.rest_state or 0, None)
+            self._plan_move(now, self.policy.rest_state or 0)
+        self.plan.sort(key=lambda step: step.at)
 
-    # ---------------------------------------------------------------- the workload's call
+    def _plan_chain(self, now: float) -> None:
+        """APST: each usable non-operational state after its idle time in the state before it."""
+        t, previous = now, self.state
+        for state, idle in self.chain:
+            self._plan_move(t + idle, state, previous)
+            t = self.plan[-1].at
+            previous = state
+
+    def _plan_move(self, start: float, state: int, previous: int | None = None) -> None:
+        """Move to `state` from `start`: in transit for the old state's exit + the new one's entry latency, at the
+        old state's power."""
+        old = self.state if previous is None else previous
+        if state == old:
+            return
+        self.plan.append(_Step(start, "transition", state, state_idle_W(self.spec, old)))
+        self.plan.append(_Step(start + transition_seconds(self.spec, old, state), f"PS{state}", state, state_idle_W(self.spec, state)))
+
+    # ---------------------------------------------------------------- the workload's calls
     def rest(self) -> None:
         """A phase ended: the between_phases policy rests the drive once it is idle."""
         if self.policy.kind != "between_phases":
             return
         self.rest_asked = True
         if not self.gate.flows:
-            self.token += 1
-            self._enter(self.policy.rest_state or 0, None)
-
-    # ---------------------------------------------------------------- transitions
-    def _transition(self, old: int, new: int) -> float:
-        from iowatt.models.ssd import transition_seconds
-
-        return transition_seconds(self.spec, old, new)
-
-    def _after(self, seconds: float, action: Callable[[], None]) -> None:
-        """Run `action` after `seconds` unless something happened meanwhile (a command, a drain)."""
-        token = self.token
-        env = self.engine.env
-
-        def run() -> Generator[simpy.Event, object, None]:
-            yield env.timeout(seconds)
-            if token == self.token:
-                action()
-
-        env.process(run())
-
-    def _enter(self, state: int, next_index: int | None) -> None:
-        """Begin the move to `state` now; it completes after the transition latency (old EXLAT + new ENLAT)."""
-        if state == self.state:
-            return
-        now = self.engine.env.now
-        latency = self._transition(self.state, state)
-        self.clock.move("transition", now)
-        self.engine.set_meter_idle(self.meter, state_idle_W(self.spec, self.state))  # the old state's power in transit
-        self.state, self.settled_at = state, now + latency
-        self._after(latency, lambda: self._arrived(state, next_index))
-
-    def _arrived(self, state: int, next_index: int | None) -> None:
-        now = self.engine.env.now
-        self.clock.move(f"PS{state}", now)
-        self.engine.set_meter_idle(self.meter, self._idle_W(state))
-        if next_index is not None and next_index < len(self.chain):
-            deeper, idle = self.chain[next_index]
-            self._after(idle, lambda: self._enter(deeper, next_index + 1))
-
-    def _awake(self) -> None:
-        now = self.engine.env.now
-        self.waking = False
-        self.clock.move(f"PS{self.home}", now)
-        self.engine.set_capacity(self.gate, float("inf"))
-
-    def _link(self, low: bool) -> None:
-        now = self.engine.env.now
-        self.link_l1 = low
-        self.link_clock.move(self.policy.aspm.upper() if low else "L0", now)
-        if now >= self.settled_at:
-            self.engine.set_meter_idle(self.meter, self._idle_W(self.state))
-
-    def _idle_W(self, state: int) -> float:
-        """Power with nothing to do in `state`: a resting link saves its lanes' power in an operational state (a
-        non-operational state's power is the whole drive's, link included)."""
-        entry = power_state_entry(self.spec, state)
-        saving = aspm_saving_W(self.spec, self.policy.aspm) if self.link_l1 and not (entry and entry.non_operational) else 0.0
-        return state_idle_W(self.spec, state) - saving
+            self.drained(self.engine, self.gate)
 
     def change_home(self, new_state: int) -> Generator[simpy.Event, object, float]:
         """SimPy process body: move the drive's operational state; it serves nothing for the transition."""
-        latency = self._transition(self.home, new_state)
+        latency = transition_seconds(self.spec, self.home, new_state)
         if latency > 0.0:
             self.engine.set_capacity(self.gate, 0.0)
             self.clock.move("transition", self.engine.env.now)
             yield self.engine.env.timeout(latency)
             self.engine.set_capacity(self.gate, float("inf"))
         self.home = self.state = new_state
-        self.clock.move(f"PS{new_state}", self.engine.env.now)
-        self.engine.set_meter_idle(self.meter, self._idle_W(new_state))
+        self.label, self.device_W = f"PS{new_state}", state_idle_W(self.spec, new_state)
+        self.clock.move(self.label, self.engine.env.now)
+        self.engine.set_meter_idle(self.meter, self._idle_W())
         return latency
 
     # ---------------------------------------------------------------- results
     def report(self) -> dict[str, object]:
+        self.engine.sync(self.gate)
         now = self.engine.env.now
         out: dict[str, object] = {
             "power_state_seconds": self.clock.totals(now),

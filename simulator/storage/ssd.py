@@ -10,13 +10,14 @@ Constraints (per drive, N = drive index):
   ssdN.host_bytes / nand_bytes / new_bytes
                                      unbounded counters (coefficient 1 per host byte, WA per host
                                      byte, 1 per byte of new data) that the dynamics integrate
-  ssdN.commands / nand_read_bytes / gc_read_bytes
-                                     unbounded counters of commands, NAND bytes read for the host and
-                                     valid bytes garbage collection reads; the command counter is also the gate
+  ssdN.commands / nand_read_bytes / gc_read_bytes / commands_in_flight
+                                     unbounded counters of commands, NAND bytes read for the host,
+                                     valid bytes garbage collection reads, and commands in flight
+                                     (rate x the time each keeps the drive busy); the command counter is also the gate
                                      the power policy closes while the drive rests or wakes
 
-Power (models.ssd_power): the meter is the state's idle power, a busy floor while
-the command counter carries load, and energies per command, per NAND byte read,
+Power (models.ssd_power): the meter is the state's idle power, a busy floor for the
+share of the time a command is in flight, and energies per command, per NAND byte read,
 programmed and erased; its parts are kept apart (report: energy_J_by_part).  The
 power policy (simulator.storage.power_policy) moves the drive between states.
 
@@ -202,7 +203,7 @@ class SsdDrive(Drive):
             (self.link_write, share),
             (self.write, share * t),
             (self.media, share * t / self.state.speed()),
-            *self._write_power_usage(block, wa, share),
+            *self._write_power_usage(block, wa, share, t / self.state.speed()),
             (self.host_counter, share),
             (self.nand_counter, share * wa),
         ]
@@ -227,6 +228,7 @@ class SsdDrive(Drive):
         self.commands = engine.constraint(f"{name}.commands", math.inf)
         self.nand_read = engine.constraint(f"{name}.nand_read_bytes", math.inf)
         self.gc_read = engine.constraint(f"{name}.gc_read_bytes", math.inf)
+        self.in_flight = engine.constraint(f"{name}.commands_in_flight", math.inf)
         self.power_state = power_state
         self.cap_W = power_cap_W(spec, power_state)
         self.power = engine.constraint(f"{name}.power", self._budget_W(power_state))
@@ -235,11 +237,11 @@ class SsdDrive(Drive):
             name, state_idle_W(spec, power_state),
             [(self.commands, m.command_J), (self.nand_read, m.read_J_per_byte), (self.gc_read, ssd_power.gc_read_J_per_byte(m)),
              (self.nand_counter, m.program_J_per_byte), (self.nand_counter, m.erase_J_per_byte)],
-            group="storage", busy_terms=[(self.commands, m.floor_W)],
+            group="storage", busy_terms=[(self.in_flight, m.floor_W)],
             labels=("state", "extra", "command", "nand_read", "gc_read", "nand_program", "nand_erase", "busy_floor"),
         )
         if self.meter.history is None:
-            self.meter.history = []  # the drive's power over time (report: power_W_bins)
+            self.meter.history = [(engine.env.now, self.meter.power_W)]  # the drive's power over time (report: power_W_bins)
         self.policy = DrivePower(engine, spec, power_state, policy, self.commands, self.meter)
 
     def _budget_W(self, power_state: int) -> float:
@@ -250,17 +252,22 @@ class SsdDrive(Drive):
 
     def _read_power_usage(self, block: float, share: float) -> Usage:
         m = self.model
+        held = max(unloaded_latency_s(self.spec, block, False), read_seconds_per_byte(self.spec, block) * block)
         return [
             (self.commands, share / block),
+            (self.in_flight, share * held / block),
             (self.nand_read, share * ssd_power.nand_read_bytes(m, block)),
             (self.power, share * ssd_power.read_J_per_host_byte(m, block)),
         ]
 
-    def _write_power_usage(self, block: float, wa: float, share: float) -> Usage:
+    def _write_power_usage(self, block: float, wa: float, share: float, seconds_per_byte: float) -> Usage:
         """Commands, garbage collection's reads of the WA - 1 valid bytes it moves, and the energy (programs via
-        nand_bytes, which the fill dynamics also count)."""
+        nand_bytes, which the fill dynamics also count).  A write keeps the drive busy for its acknowledgement or
+        for its programs, whichever is longer (commands in flight, Little's law)."""
         m = self.model
-        usage = [(self.commands, share / block), (self.power, share * ssd_power.write_J_per_host_byte(m, block, wa))]
+        held = max(unloaded_latency_s(self.spec, block, True), seconds_per_byte * block)
+        usage = [(self.commands, share / block), (self.in_flight, share * held / block),
+                 (self.power, share * ssd_power.write_J_per_host_byte(m, block, wa))]
         if wa > 1.0:
             usage.append((self.gc_read, share * (wa - 1.0)))
         return usage
