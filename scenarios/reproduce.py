@@ -84,6 +84,9 @@ class Section(BaseModel):
     x_log2: bool = False
     y_log: bool = False
     trace_span: float | None = Field(default=None, gt=0, description="`trace` x axis: the i-th of n points sits at span x i / n")
+    trace_span_metric: str | None = Field(
+        default=None, description="`trace` x axis from each run's result instead (e.g. metrics.simulated_seconds for a power-over-time trace)"
+    )
     note: str = ""
 
     @model_validator(mode="after")
@@ -142,6 +145,7 @@ class Cell:
     predicted: float | None
     failure: str | None = None
     trace: list[float] | None = None
+    span: float | None = None  # the trace's x span, when the section takes it from the run
 
 
 @dataclass
@@ -200,10 +204,11 @@ def _lookup_list(document: dict[str, Any], path: str) -> list[float]:
     return [float(v) for v in node]
 
 
-def _cell(document: dict[str, Any], spec: MetricSpec, path: str, trace: bool) -> Cell:
+def _cell(document: dict[str, Any], spec: MetricSpec, path: str, trace: bool, span_path: str | None = None) -> Cell:
     if trace:
         values = [v * spec.scale for v in _lookup_list(document, path)]
-        return Cell(statistics.fmean(values) if values else None, trace=values)
+        span = lookup_metric(document, span_path) if span_path else None
+        return Cell(statistics.fmean(values) if values else None, trace=values, span=span)
     value = lookup_metric(document, path) * spec.scale
     if spec.divide_by is not None:
         divisor = lookup_metric(document, spec.divide_by)
@@ -226,7 +231,7 @@ def run_section(section: Section, base: Path, cache: RunCache | None = None) -> 
             continue
         for m in section.metrics:
             try:
-                values[(run.label, m.label)] = _cell(document, m, run.metrics.get(m.label, m.metric), section.figure == "trace")
+                values[(run.label, m.label)] = _cell(document, m, run.metrics.get(m.label, m.metric), section.figure == "trace", section.trace_span_metric)
             except (KeyError, ValueError, IndexError, TypeError) as error:
                 values[(run.label, m.label)] = Cell(None, failure=_short(error))
     result = SectionResult(section, values)
@@ -610,11 +615,13 @@ def _draw_trace(result: SectionResult, plt: Any) -> Any:
     fig, axes = plt.subplots(1, len(metrics), figsize=(7.5 * len(metrics), 4.0), squeeze=False)
     for ax, m in zip(axes[0], metrics, strict=True):
         for r in section.runs:
-            trace = result.values[(r.label, m)].trace or []
+            cell = result.values[(r.label, m)]
+            trace = cell.trace or []
             n = len(trace)
             # with a span, runs of different lengths share one axis (e.g. 3 fill passes of 9 or of 99 checkpoints)
-            xs = [section.trace_span * (i + 1) / n for i in range(n)] if section.trace_span else list(range(1, n + 1))
-            ax.plot(xs, trace, marker=".", markersize=3, linewidth=1, label=r.label)
+            span = cell.span or section.trace_span
+            xs = [span * (i + 1) / n for i in range(n)] if span else list(range(1, n + 1))
+            ax.plot(xs, trace, marker=".", markersize=3, linewidth=1, label=r.label, drawstyle="steps-pre" if cell.span else "default")
         ax.set_xlabel(section.x_label or "index", fontsize=8)
         ax.set_ylabel(m, fontsize=8)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.08)

@@ -250,24 +250,32 @@ class SsdDrive(Drive):
             raise ValueError(f"{self.spec.name} PS{power_state}: its cap leaves no power for I/O after idle and the busy floor")
         return budget
 
+    def _held_seconds(self, latency_s: float, service_s: float, joules: float) -> float:
+        """How long one request keeps the drive busy (its part of the commands in flight, Little's law): its latency,
+        its media service time, or its share of a capped state's power budget, whichever is longest, so a drive the
+        cap throttles counts as busy all the time."""
+        budget = self.power.capacity
+        return max(latency_s, service_s, joules / budget if 0.0 < budget < math.inf else 0.0)
+
     def _read_power_usage(self, block: float, share: float) -> Usage:
         m = self.model
-        held = max(unloaded_latency_s(self.spec, block, False), read_seconds_per_byte(self.spec, block) * block)
+        joules = ssd_power.read_J_per_host_byte(m, block)
+        held = self._held_seconds(unloaded_latency_s(self.spec, block, False), read_seconds_per_byte(self.spec, block) * block, joules * block)
         return [
             (self.commands, share / block),
             (self.in_flight, share * held / block),
             (self.nand_read, share * ssd_power.nand_read_bytes(m, block)),
-            (self.power, share * ssd_power.read_J_per_host_byte(m, block)),
+            (self.power, share * joules),
         ]
 
     def _write_power_usage(self, block: float, wa: float, share: float, seconds_per_byte: float) -> Usage:
         """Commands, garbage collection's reads of the WA - 1 valid bytes it moves, and the energy (programs via
         nand_bytes, which the fill dynamics also count).  A write keeps the drive busy for its acknowledgement or
-        for its programs, whichever is longer (commands in flight, Little's law)."""
+        for its programs, whichever is longer."""
         m = self.model
-        held = max(unloaded_latency_s(self.spec, block, True), seconds_per_byte * block)
-        usage = [(self.commands, share / block), (self.in_flight, share * held / block),
-                 (self.power, share * ssd_power.write_J_per_host_byte(m, block, wa))]
+        joules = ssd_power.write_J_per_host_byte(m, block, wa)
+        held = self._held_seconds(unloaded_latency_s(self.spec, block, True), seconds_per_byte * block, joules * block)
+        usage = [(self.commands, share / block), (self.in_flight, share * held / block), (self.power, share * joules)]
         if wa > 1.0:
             usage.append((self.gc_read, share * (wa - 1.0)))
         return usage
