@@ -46,6 +46,14 @@ ASPM_ENTRY_IDLE_SECONDS = 32e-6
 ASPM_SAVING_W_PER_LANE = {"l1": {3: 0.05, 4: 0.07, 5: 0.1}, "l1.2": {3: 0.07, 4: 0.1, 5: 0.14}}
 
 PROVENANCE: dict[str, Provenance] = {
+    "LINUX_APST_FACTOR": Provenance(
+        p="datasheet", src="Linux drivers/nvme/host/core.c, nvme_configure_apst (transition_ms = (ENLAT + EXLAT in us) / 20)",
+        note="the driver's APST table: each non-operational state is entered after 50 x its entry + exit latency of idle",
+    ),
+    "LINUX_MAX_LATENCY_SECONDS": Provenance(
+        p="datasheet", src="Linux drivers/nvme/host/core.c, module parameter default_ps_max_latency_us = 100000",
+        note="states whose exit latency exceeds it are left out of the APST table",
+    ),
     "ASPM_EXIT_SECONDS": Provenance(
         p="datasheet",
         src="lspci -vv of a Samsung PM9A1/PM9A3/980 PRO: 'ASPM L1, Exit Latency L1 <64us' (public repository excerpt); "
