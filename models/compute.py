@@ -13,12 +13,41 @@ this accelerator in DLIO, per training workload: the batch each emulated
 accelerator takes and the time one step's compute lasts (a sleep), as the
 benchmark's own workload configs state them (mlcommons/storage
 configs/dlio/workload/<workload>_<accelerator>.yaml).
+
+System power outside the GPUs and drives (simulator.machine meters each):
+  CPU package   idle + (TDP - idle) x utilisation (cpu_package_W): SPECpower_ssj2008 measures
+                servers at graduated load levels, and an EPYC 9654 system runs from 63.2 W at
+                active idle to 351 W at full load (C03), close to a straight line between them;
+  DRAM          a background power per GB installed (refresh, termination, clocking) plus an
+                access energy per byte moved (dram_W);
+  NIC           a constant power per adapter (its SerDes and ASIC run whether or not packets flow).
 """
 
 from __future__ import annotations
 
 from iowatt.models.links import LinkSpec
+from iowatt.models.provenance import Provenance
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DRAM_BACKGROUND_W_PER_GB = 0.065
+DRAM_J_PER_BYTE = 1.6e-10
+NIC_W = 20.0
+
+PROVENANCE: dict[str, Provenance] = {
+    "DRAM_BACKGROUND_W_PER_GB": Provenance(
+        p="assumed", src="C02",
+        note="ServeTheHome on Genoa: 24 DDR5 DIMMs use over 100 W (C02), over 4.2 W per DIMM; with the 64 GB RDIMMs of "
+        "such servers that is ~0.065 W per GB installed",
+    ),
+    "DRAM_J_PER_BYTE": Provenance(
+        p="assumed",
+        note="DDR4/DDR5 read and write energy of the DRAM devices and I/O is ~15-25 pJ per bit moved; 20 pJ/bit = 0.16 nJ per byte",
+    ),
+    "NIC_W": Provenance(
+        p="assumed",
+        note="a dual-port 100-200 GbE or InfiniBand adapter (ConnectX-6/7 class) draws ~15-25 W with optics; 20 W per adapter",
+    ),
+}
 
 
 class DlioStep(BaseModel):
@@ -84,3 +113,17 @@ class CPUSpec(BaseModel):
         if self.idle_W >= self.tdp_W:
             raise ValueError(f"idle_W must be below tdp_W, found {self.idle_W} >= {self.tdp_W}")
         return self
+
+
+def cpu_package_W(spec: CPUSpec, utilisation: float) -> float:
+    """Package power at a share of the cores busy (module docstring): idle + (TDP - idle) x utilisation."""
+    if not 0.0 <= utilisation <= 1.0:
+        raise ValueError(f"CPU utilisation must be in [0, 1], found {utilisation!r}")
+    return spec.idle_W + (spec.tdp_W - spec.idle_W) * utilisation
+
+
+def dram_W(installed_bytes: float, moved_Bps: float) -> float:
+    """DRAM power: background per GB installed plus access energy per byte moved."""
+    if installed_bytes < 0.0 or moved_Bps < 0.0:
+        raise ValueError(f"DRAM bytes and traffic must be >= 0, found {installed_bytes!r}, {moved_Bps!r}")
+    return DRAM_BACKGROUND_W_PER_GB * installed_bytes / 1e9 + DRAM_J_PER_BYTE * moved_Bps

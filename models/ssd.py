@@ -59,15 +59,14 @@ controller: a mix is feasible while the media utilisations add to at most
 one, rate_r x t_r + rate_w x t_w <= 1 (t = service seconds per byte), so a
 mixed job's throughput is the harmonic mix of the two ceilings.
 
-Power: idle + e_byte x (bytes read, or NAND bytes programmed) + e_io x IOs.
-e_io is derived from two measured points at different block sizes (S08,
-6550 at PS1: 17.5 W at 12.7 GB/s 128K read, 17.9 W at 11.6 GB/s 16K read
--> 2.4 uJ per I/O); e_byte then makes the 128 KiB point match the active
-power.  An NVMe power state caps the total; the simulator makes the cap a
-constraint so the throughput is scaled down until the drive fits (NVMe
-ACTP semantics, docs/sources.md W01); power_W and power_cap_scale give the
-same law in closed form.  Changing state costs the old state's
-exit latency plus the new state's entry latency (NVMe EXLAT/ENLAT).
+Power: models.ssd_power (idle, a busy floor, per-command, NAND read,
+program and erase energies).  An NVMe operational power state caps the
+total; the simulator makes the cap a constraint so the throughput is scaled
+down until the drive fits (NVMe semantics, docs/sources.md W01).  A
+non-operational state (NVMe NOPS) serves no I/O and draws its own power;
+changing state costs the old state's exit latency plus the new state's
+entry latency (NVMe EXLAT/ENLAT), and the policies that move a drive
+between states live in simulator.storage.power_policy.
 """
 
 from __future__ import annotations
@@ -87,11 +86,15 @@ Pattern = Literal["seq", "rand"]
 
 
 class PowerState(BaseModel):
+    """One entry of the NVMe power-state table (Identify Controller, power state descriptors)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_W: float = Field(gt=0, description="maximum average power in this state (NVMe MP)")
-    entry_latency_us: float = Field(default=0.0, ge=0)
-    exit_latency_us: float = Field(default=0.0, ge=0)
+    max_W: float = Field(gt=0, description="maximum average power in this state (NVMe MP); a non-operational state draws it")
+    entry_latency_us: float = Field(default=0.0, ge=0, description="NVMe ENLAT")
+    exit_latency_us: float = Field(default=0.0, ge=0, description="NVMe EXLAT")
+    non_operational: bool = Field(default=False, description="NVMe NOPS: the state serves no I/O (the first command wakes the drive)")
+    idle_W: float | None = Field(default=None, ge=0, description="NVMe IDLP: idle power in this operational state, where the drive reports it")
 
 
 class SSDSpec(BaseModel):
@@ -120,6 +123,9 @@ class SSDSpec(BaseModel):
     active_read_W: float = Field(gt=0, description="average power at the sequential read ceiling")
     active_write_W: float = Field(gt=0, description="average power at the sequential write ceiling")
     power_states: list[PowerState] = Field(default_factory=list, description="PS0, PS1, ... (NVMe)")
+    aspm_support: list[Literal["l1", "l1.2"]] = Field(
+        default_factory=list, description="PCIe ASPM link states the drive supports (lspci LnkCap / L1SubCap); empty: none known"
+    )
     endurance_dwpd: float | None = Field(default=None, gt=0)
     warranty_years: float = Field(default=5.0, gt=0)
     price_usd_per_TB: float | None = Field(default=None, gt=0)
@@ -143,7 +149,13 @@ class SSDSpec(BaseModel):
     slc_write_MBps: float | None = Field(
         default=None, gt=0, description="host write rate while the pSLC cache has room (None: no cache)"
     )
-    energy_per_io_uJ: float = Field(default=0.0, ge=0, description="energy per command beyond the per-byte energy")
+    energy_per_io_uJ: float | None = Field(
+        default=None, ge=0, description="energy per command beyond the per-byte energy (None: models.ssd_power.COMMAND_J)"
+    )
+    active_floor_W: float | None = Field(
+        default=None, ge=0,
+        description="power added while any command is outstanding (None: models.ssd_power's per-lane figure of the link)",
+    )
     rand_read_iops_outstanding: float | None = Field(
         default=None, ge=1,
         description="requests in flight at which the datasheet 4 KiB random-read IOPS was measured (e.g. QD512); "
@@ -392,71 +404,50 @@ def queue_seconds(
 # ---------------------------------------------------------------- power
 
 
-def io_joules(spec: SSDSpec) -> float:
-    return spec.energy_per_io_uJ * 1e-6
-
-
-def _per_byte(active_W: float, idle_W: float, bandwidth_Bps: float, e_io: float) -> float:
-    return max(0.0, (active_W - idle_W - e_io * bandwidth_Bps / _B128K) / bandwidth_Bps)
-
-
-def read_joules_per_byte(spec: SSDSpec) -> float:
-    return _per_byte(spec.active_read_W, spec.idle_W, spec.seq_read_MBps * 1e6, io_joules(spec))
-
-
-def write_joules_per_byte(spec: SSDSpec) -> float:
-    """Energy per NAND byte programmed (the 128 KiB sequential point has WA 1)."""
-    return _per_byte(spec.active_write_W, spec.idle_W, spec.seq_write_MBps * 1e6, io_joules(spec))
+def power_state_entry(spec: SSDSpec, power_state: int | None) -> PowerState | None:
+    """The table entry of a state (None without a table, where only PS0 exists); the range is checked."""
+    index = 0 if power_state is None else power_state
+    if not spec.power_states:
+        if index != 0:
+            raise ValueError(f"{spec.name} has no NVMe power-state table; only PS0 is valid, found PS{index}")
+        return None
+    if not 0 <= index < len(spec.power_states):
+        raise ValueError(f"{spec.name} has power states PS0..PS{len(spec.power_states) - 1}, found PS{index}")
+    return spec.power_states[index]
 
 
 def power_cap_W(spec: SSDSpec, power_state: int | None) -> float | None:
-    """The state's maximum power, or None when the drive has no power-state table."""
-    if not spec.power_states:
-        if power_state not in (None, 0):
-            raise ValueError(f"{spec.name} has no NVMe power-state table; only PS0 is valid, found PS{power_state}")
+    """An operational state's maximum power, or None when the drive has no power-state table."""
+    entry = power_state_entry(spec, power_state)
+    if entry is None:
         return None
     index = 0 if power_state is None else power_state
-    if not 0 <= index < len(spec.power_states):
+    if entry.non_operational:
         raise ValueError(
-            f"{spec.name} has power states PS0..PS{len(spec.power_states) - 1}, found PS{index}"
+            f"{spec.name} PS{index} is non-operational (it serves no I/O): run in an operational state and let a "
+            f"power_policy rest the drive in PS{index}"
         )
-    cap = spec.power_states[index].max_W
-    if cap <= spec.idle_W:
-        raise ValueError(f"{spec.name} PS{index} caps at {cap} W, at or below its idle power {spec.idle_W} W")
-    return cap
+    if entry.max_W <= state_idle_W(spec, index):
+        raise ValueError(f"{spec.name} PS{index} caps at {entry.max_W} W, at or below its idle power {state_idle_W(spec, index)} W")
+    return entry.max_W
+
+
+def state_idle_W(spec: SSDSpec, power_state: int) -> float:
+    """Power with no command outstanding in a state: a non-operational state's own power (NVMe MP), an operational
+    state's idle power (IDLP where reported, else the drive's idle_W: a lower cap does not lower idle power)."""
+    entry = power_state_entry(spec, power_state)
+    if entry is None:
+        return spec.idle_W
+    if entry.non_operational:
+        return entry.max_W
+    return spec.idle_W if entry.idle_W is None else entry.idle_W
 
 
 def transition_seconds(spec: SSDSpec, from_state: int, to_state: int) -> float:
     """NVMe power-state change: exit latency of the old state + entry latency of the new one."""
     if from_state == to_state:
         return 0.0
-    power_cap_W(spec, from_state)
-    power_cap_W(spec, to_state)
-    if not spec.power_states:
+    old, new = power_state_entry(spec, from_state), power_state_entry(spec, to_state)
+    if old is None or new is None:
         return 0.0
-    old, new = spec.power_states[from_state], spec.power_states[to_state]
     return (old.exit_latency_us + new.entry_latency_us) * 1e-6
-
-
-def power_W(spec: SSDSpec, read_Bps: float, write_Bps: float, block_bytes: float, wa: float = 1.0) -> float:
-    """Average power at the given host rates: idle + e_read x read + e_write x WA x write + e_io x IOPS.
-
-    (The law of the module docstring; the flow engine meters the same terms.)"""
-    if read_Bps < 0 or write_Bps < 0:
-        raise ValueError(f"rates must be >= 0, found read {read_Bps!r}, write {write_Bps!r}")
-    ios = (read_Bps + write_Bps) / block_bytes
-    return spec.idle_W + read_joules_per_byte(spec) * read_Bps + write_joules_per_byte(spec) * wa * write_Bps + io_joules(spec) * ios
-
-
-def power_cap_scale(
-    spec: SSDSpec, power_state: int | None, read_Bps: float, write_Bps: float, block_bytes: float, wa: float = 1.0
-) -> float:
-    """Share of the requested rates the power state allows: min(1, (cap - idle) / dynamic power).
-
-    The cap binds on the dynamic part only (idle is drawn whatever the rate), so
-    the drive slows every stream by the same factor until it fits (NVMe ACTP, W01)."""
-    cap = power_cap_W(spec, power_state)
-    dynamic = power_W(spec, read_Bps, write_Bps, block_bytes, wa) - spec.idle_W
-    if cap is None or dynamic <= 0.0:
-        return 1.0
-    return min(1.0, (cap - spec.idle_W) / dynamic)

@@ -85,8 +85,6 @@ def solve_discrete(ctx: FitContext, target: Target, rows: Sequence[Measurement],
 
 # ---- the calibrated values ------------------------------------------------------------------------------------------
 
-CM7R_E_IO = CatalogField("ssd", "kioxia-cm7-r", "energy_per_io_uJ")
-PM1743_E_IO = CatalogField("ssd", "samsung-pm1743", "energy_per_io_uJ")
 HDD_REORDER = CatalogField("hdd", "hdd-7200rpm-sas-8tb", "reorder_efficiency")
 DLIO_GENERATE = WorkloadDefault(
     "models.host_io.DLIO_GENERATE_GBps_PER_CORE", host_io.DLIO_GENERATE_GBps_PER_CORE,
@@ -95,17 +93,6 @@ DLIO_GENERATE = WorkloadDefault(
 CNTK_DECODE = ScenarioField("workload.cpu_seconds_per_sample", ("amax/epoch_9200.yaml", "amax/epoch_5210.yaml", "amax/epoch_hdd.yaml"))
 HDD_LAYOUT = ScenarioField("system.storage.layout_clusters", ("amax/epoch_hdd.yaml",), integer=True)
 GDS_STREAMS = ScenarioField("workload.threads", ("storagereview/gdsio_l4_p5336.yaml", "storagereview/gdsio_l4_ps1010.yaml"), integer=True)
-
-
-def cm7r_energy_per_io_uJ(ctx: FitContext, rows: Sequence[Measurement]) -> float:
-    """GIDS 4 KiB reads hold the CM7-R at its 25 W cap, so its energy per I/O sets its IOPS: solve the 9550 / CM7-R ratio.
-    Bracket: 0.5 uJ (a controller and PCIe command alone) to 30 uJ (the cap reached below 1 M IOPS)."""
-    return solve_continuous(ctx, CM7R_E_IO, rows, 0.5, 30.0)
-
-
-def pm1743_energy_per_io_uJ(ctx: FitContext, rows: Sequence[Measurement]) -> float:
-    """As cm7r_energy_per_io_uJ, on the 9550 / PM1743 aggregation IOPS ratio."""
-    return solve_continuous(ctx, PM1743_E_IO, rows, 0.5, 30.0)
 
 
 def hdd_reorder_efficiency(ctx: FitContext, rows: Sequence[Measurement]) -> float:
@@ -163,14 +150,7 @@ class Fit:
         return [i for i in self.provenance().fitted_on if i in present]
 
 
-_GEN5_E_IO = (
-    "assumed: the only measured Gen5 TLC energy per I/O (Micron 6550 ION, 2.39 uJ from two read points at PS1, "
-    "StorageReview S08), the value the catalog takes for the 9550 PRO: controller + PCIe + one page sense of one generation"
-)
-
 FITS: tuple[Fit, ...] = (
-    Fit("cm7r_energy_per_io_uJ", CM7R_E_IO, cm7r_energy_per_io_uJ, Prior(2.4, _GEN5_E_IO), 0.02),
-    Fit("pm1743_energy_per_io_uJ", PM1743_E_IO, pm1743_energy_per_io_uJ, Prior(2.4, _GEN5_E_IO), 0.02),
     Fit("hdd_reorder_efficiency", HDD_REORDER, hdd_reorder_efficiency, Prior(
         0.74, "assumed: the share that gives enterprise 7200 RPM drives the 'nearly 100 %' (2.0x) gain in 4 KiB random-read "
         "IOPS from QD1 to QD32 over the full stroke (Wikipedia, IOPS, citing StorageReview/Tom's Hardware queue-depth charts), "

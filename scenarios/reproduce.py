@@ -89,6 +89,9 @@ class Section(BaseModel):
     trace_span: float | None = Field(default=None, gt=0, description="`trace` x axis: the i-th of n points sits at span x i / n")
     labels: dict[str, str] = Field(default_factory=dict, description="text columns, by name: the path of a string in the run's result "
                                    "(e.g. what binds the run: storage.closed_loop.binding); shown in tables and CSVs, not drawn")
+    trace_span_metric: str | None = Field(
+        default=None, description="`trace` x axis from each run's result instead (e.g. metrics.simulated_seconds for a power-over-time trace)"
+    )
     note: str = ""
 
     @model_validator(mode="after")
@@ -147,6 +150,7 @@ class Cell:
     predicted: float | None
     failure: str | None = None
     trace: list[float] | None = None
+    span: float | None = None  # the trace's x span, when the section takes it from the run
 
 
 @dataclass
@@ -245,10 +249,11 @@ def _lookup_list(document: dict[str, Any], path: str) -> list[float]:
     return [float(v) for v in node]
 
 
-def _cell(document: dict[str, Any], spec: MetricSpec, path: str, trace: bool) -> Cell:
+def _cell(document: dict[str, Any], spec: MetricSpec, path: str, trace: bool, span_path: str | None = None) -> Cell:
     if trace:
         values = [v * spec.scale for v in _lookup_list(document, path)]
-        return Cell(statistics.fmean(values) if values else None, trace=values)
+        span = lookup_metric(document, span_path) if span_path else None
+        return Cell(statistics.fmean(values) if values else None, trace=values, span=span)
     value = lookup_metric(document, path) * spec.scale
     if spec.divide_by is not None:
         divisor = lookup_metric(document, spec.divide_by)
@@ -275,7 +280,7 @@ def run_section(section: Section, base: Path, cache: RunCache | None = None) -> 
             continue
         for m in section.metrics:
             try:
-                values[(run.label, m.label)] = _cell(document, m, run.metrics.get(m.label, m.metric), section.figure == "trace")
+                values[(run.label, m.label)] = _cell(document, m, run.metrics.get(m.label, m.metric), section.figure == "trace", section.trace_span_metric)
             except (KeyError, ValueError, IndexError, TypeError) as error:
                 values[(run.label, m.label)] = Cell(None, failure=_short(error))
         for name, path in section.labels.items():

@@ -8,6 +8,7 @@ time, simulator/maxmin.py allocates the rates.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -52,10 +53,24 @@ class Dynamics(Protocol):
         """Called when the breakpoint is reached; typically calls engine.set_capacity."""
 
 
+class Watcher(Protocol):
+    """A device state that wakes when work arrives and rests when it is gone (an NVMe power policy).
+
+    The engine tells it, at the instant it happens, that a flow started crossing
+    its constraint and that the constraint's last flow finished; it may change
+    capacities (engine.set_capacity) and meters then, or start SimPy timers."""
+
+    def flow_arrives(self, engine: FlowEngine, constraint: Constraint) -> None:
+        """A flow started crossing `constraint` now."""
+
+    def drained(self, engine: FlowEngine, constraint: Constraint) -> None:
+        """The last flow crossing `constraint` finished now."""
+
+
 class Constraint:
     """A shared resource with a capacity in units per second."""
 
-    __slots__ = ("capacity", "dynamics", "flows", "index", "last_time", "load", "meters", "name")
+    __slots__ = ("capacity", "dynamics", "flows", "index", "last_time", "load", "meters", "name", "watcher")
 
     def __init__(self, name: str, capacity: float, dynamics: Dynamics | None = None, index: int = 0) -> None:
         if not (capacity >= 0.0) or math.isnan(capacity):
@@ -69,6 +84,7 @@ class Constraint:
         self.last_time = 0.0
         self.meters: list[Meter] = []
         self.index = index
+        self.watcher: Watcher | None = None
 
     def __repr__(self) -> str:
         return f"Constraint({self.name!r}, capacity={self.capacity:g}, load={self.load:g})"
@@ -148,10 +164,22 @@ class Flow:
 
 @dataclass(eq=False)
 class Meter:
-    """Power of one component: idle_W + sum(joules_per_unit x constraint load) + extra_W.
+    """Power of one component (or of `copies` identical ones lumped into one):
 
-    `extra_W` is for state power that is not carried by a flow (e.g. a drive
-    in a power-state transition); change it with FlowEngine.set_meter_extra.
+        copies x (idle_W + extra_W + sum(k x load of c) + sum(W x min(1, load of c) for each busy term))
+
+    `terms` are energies per unit of a constraint's load (J per byte, per command);
+    `busy_terms` are powers drawn while at least one unit is in flight on their
+    constraint, whose load counts units in flight (Little's law: rate x time in
+    flight): an SSD controller's floor while commands are outstanding, drawn all
+    the time at one command or more in flight and for that share of the time
+    below (min(1, N): exact for a closed loop, and the M/G/inf probability
+    1 - exp(-N) ~ N of a light stream).  Loads are constant between events, so
+    both are piecewise constant and integrate exactly.  `extra_W` is state power not carried by a flow (a GPU spinning on
+    completions); `idle_W` changes with the component's state (an NVMe power
+    state) through FlowEngine.set_meter_idle.  With `labels` (one per part: idle,
+    extra, each term, each busy term) the energy is also kept per part in
+    `parts_J`, integrated with the total, so the parts add up to `energy_J`.
     """
 
     name: str
@@ -159,30 +187,73 @@ class Meter:
     terms: list[tuple[Constraint, float]]
     group: str = ""
     extra_W: float = 0.0
+    busy_terms: list[tuple[Constraint, float]] = field(default_factory=list)
+    copies: float = 1.0
+    labels: tuple[str, ...] | None = None
+    parts_J: list[float] | None = field(default=None, repr=False)
     power_W: float = 0.0
     energy_J: float = 0.0
     last_time: float = 0.0
     peak_W: float = 0.0
     history: list[tuple[float, float]] | None = field(default=None, repr=False)
+    _parts_W: list[float] = field(default_factory=list, repr=False)
+
+    def part_powers(self) -> list[float]:
+        """Power of each part now (idle, extra, each term, each busy term), for one copy."""
+        return [self.idle_W, self.extra_W, *(k * c.load for c, k in self.terms),
+                *(w * min(1.0, c.load) for c, w in self.busy_terms)]
 
     def current_power(self) -> float:
-        return self.idle_W + self.extra_W + sum(k * c.load for c, k in self.terms)
+        return self.copies * sum(self.part_powers())
 
     def integrate_to(self, now: float) -> None:
         elapsed = now - self.last_time
         if elapsed > 0.0:
             self.energy_J += self.power_W * elapsed
+            if self.parts_J is not None:
+                for i, w in enumerate(self._parts_W):
+                    self.parts_J[i] += self.copies * w * elapsed
         self.last_time = now
 
     def refresh(self, now: float) -> None:
         self.integrate_to(now)
-        self.power_W = self.current_power()
+        parts = self.part_powers()
+        self.power_W = self.copies * sum(parts)
+        if self.parts_J is not None:
+            self._parts_W = parts
         self.peak_W = max(self.peak_W, self.power_W)
         if self.history is not None:
             if self.history and self.history[-1][0] == now:
                 self.history[-1] = (now, self.power_W)
             else:
                 self.history.append((now, self.power_W))
+
+    def binned_power_W(self, end: float, bins: int) -> list[float]:
+        """Average power in each of `bins` equal intervals of [0, end], from `history` (energy kept per bin)."""
+        if self.history is None or end <= 0.0 or bins < 1:
+            return []
+        width = end / bins
+        out = [0.0] * bins
+        points = [*self.history, (end, self.power_W)]
+        for (t0, w), (t1, _next) in itertools.pairwise(points):
+            t0, t1 = max(t0, 0.0), min(t1, end)
+            while t1 > t0:
+                i = min(int(t0 / width), bins - 1)
+                if i < bins - 1 and (i + 1) * width <= t0:
+                    i += 1  # t0 sits on a bin edge after rounding
+                edge = t1 if i == bins - 1 else min(t1, (i + 1) * width)
+                out[i] += w * (edge - t0)
+                t0 = edge
+        return [joules / width for joules in out]
+
+    def energy_by_part(self) -> dict[str, float]:
+        """Energy of each labelled part up to the last integration (empty without labels)."""
+        if self.labels is None or self.parts_J is None:
+            return {}
+        out: dict[str, float] = {}
+        for label, joules in zip(self.labels, self.parts_J, strict=True):
+            out[label] = out.get(label, 0.0) + joules
+        return out
 
 
 @dataclass

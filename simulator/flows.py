@@ -18,8 +18,11 @@ The parts live in simulator/flow_network.py, the allocation in
 simulator/maxmin.py and the cache of the latest large component in
 simulator/component_cache.py; this module moves them forward in time.
 
-Power meters are linear in constraint loads (idle + sum k x load), hence
-piecewise constant too, and are integrated exactly at every change.
+Power meters are linear in constraint loads (idle + sum k x load), plus
+floors drawn while a constraint carries any load (flow_network.Meter), hence
+piecewise constant too, and are integrated exactly at every change.  A
+constraint may have a Watcher (a device's power policy) that the engine tells
+when work arrives and when it is gone.
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ from iowatt.simulator.flow_network import (
     EngineStats,
     Flow,
     Meter,
+    Watcher,
     by_index,
 )
 
-__all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "FlowEngine", "Meter", "run_until_idle"]
+__all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "FlowEngine", "Meter", "Watcher", "run_until_idle"]
 
 # Recompute after every ordinary event at the same instant (SimPy orders the
 # queue by (time, priority, id); URGENT=0, NORMAL=1), so all the flows that
@@ -88,14 +92,30 @@ class FlowEngine:
         self.constraints[name] = c
         return c
 
-    def meter(self, name: str, idle_W: float, terms: Iterable[tuple[Constraint, float]] = (), group: str = "") -> Meter:
+    def meter(
+        self,
+        name: str,
+        idle_W: float,
+        terms: Iterable[tuple[Constraint, float]] = (),
+        group: str = "",
+        *,
+        busy_terms: Iterable[tuple[Constraint, float]] = (),
+        labels: tuple[str, ...] | None = None,
+    ) -> Meter:
+        """A power meter (flow_network.Meter); `labels` names its parts to keep their energies apart."""
         if name in self.meters:
             raise EngineError(f"meter {name!r} defined twice")
-        m = Meter(name=name, idle_W=float(idle_W), terms=list(terms), group=group, last_time=self.env.now)
+        m = Meter(name=name, idle_W=float(idle_W), terms=list(terms), group=group, busy_terms=list(busy_terms), last_time=self.env.now)
+        if labels is not None:
+            if len(labels) != 2 + len(m.terms) + len(m.busy_terms):
+                raise EngineError(f"meter {name!r}: one label per part (idle, extra, terms, busy terms), found {len(labels)}")
+            m.labels = labels
+            m.parts_J = [0.0] * len(labels)
         if self.record:
             m.history = []
-        for c, _ in m.terms:
-            c.meters.append(m)
+        for c, _ in [*m.terms, *m.busy_terms]:
+            if m not in c.meters:
+                c.meters.append(m)
         m.refresh(self.env.now)
         self.meters[name] = m
         return m
@@ -138,6 +158,9 @@ class FlowEngine:
             return flow
         for c, k in merged.items():
             c.flows[flow] = k
+        for c in merged:
+            if c.watcher is not None:
+                c.watcher.flow_arrives(self, c)
         if self._large is not None and not self._large.add(flow):
             self._large = None
         self._active[flow] = None
@@ -172,6 +195,17 @@ class FlowEngine:
     def set_meter_extra(self, meter: Meter, extra_W: float) -> None:
         meter.extra_W = float(extra_W)
         meter.refresh(self.env.now)
+
+    def set_meter_idle(self, meter: Meter, idle_W: float, at: float | None = None) -> None:
+        """A component's state power changes now, or at `at` (not before the meter's last change, not after now)
+        when a device state catches up with changes it planned while idle; energy before it keeps the old power."""
+        when = self.env.now if at is None else at
+        if not idle_W >= 0.0:
+            raise EngineError(f"meter {meter.name!r}: idle power must be >= 0, found {idle_W!r}")
+        if not meter.last_time - TIME_EPS <= when <= self.env.now + TIME_EPS:
+            raise EngineError(f"meter {meter.name!r}: a state change at {when!r} s is outside [{meter.last_time!r}, {self.env.now!r}]")
+        meter.idle_W = float(idle_W)
+        meter.refresh(max(when, meter.last_time))
 
     @property
     def active_flows(self) -> list[Flow]:
@@ -370,6 +404,8 @@ class FlowEngine:
             for c in f.usage:
                 del c.flows[f]
                 self._dirty[c] = None
+                if c.watcher is not None and not c.flows:
+                    c.watcher.drained(self, c)
             del self._active[f]
             self.stats.flows_completed += 1
         if finished and self._large is not None and not self._large.remove(finished):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iowatt.models import catalog
+from iowatt.models import catalog, compute
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.links import link_payload_Bps
 from iowatt.models.units import Bytes, Watts
@@ -60,9 +60,10 @@ class ServerConfig(BaseModel):
     base_power: Watts = Field(
         default=150.0,
         ge=0,
-        description="power outside CPU, GPU and storage: fans, DRAM, NICs, BMC, PSU loss "
+        description="power outside CPU, GPU, DRAM, NICs and storage: fans, BMC, board, PSU loss "
         "(assumed 150 W: C07 puts fans at 10-150 W and PSU waste at 100-300 W)",
     )
+    nics: int = Field(default=0, ge=0, le=64, description="network adapters drawing models.compute.NIC_W each (0: none metered)")
 
     @field_validator("cpu")
     @classmethod
@@ -97,6 +98,12 @@ class GPURuntime:
         self.link_h2d = engine.constraint(f"{name}.link_h2d", copy)
         self.compute = engine.constraint(f"{name}.compute", 1.0)
         self.meter = engine.meter(name, spec.idle_W, [(self.compute, spec.active_W - spec.idle_W)], group="gpu")
+        self.env = engine.env
+
+    def energy_now_J(self) -> float:
+        """The GPU's energy up to now (its power is constant since its last change, so this is exact)."""
+        self.meter.integrate_to(self.env.now)
+        return self.meter.energy_J
 
 
 class HostRuntime:
@@ -111,8 +118,14 @@ class HostRuntime:
         self.cores = cpu.cores * config.sockets * nodes
         self.cpu = engine.constraint("host.cpu", float(self.cores))
         self.memory = engine.constraint("host.memory", cpu.memory_bandwidth_GBps * 1e9 * config.sockets * nodes)
-        busy_core_W = (cpu.tdp_W - cpu.idle_W) / cpu.cores
+        # package power is linear in the busy cores (models.compute.cpu_package_W), so a meter term per core-second
+        busy_core_W = (compute.cpu_package_W(cpu, 1.0) - compute.cpu_package_W(cpu, 0.0)) / cpu.cores
         self.cpu_meter = engine.meter("cpu", cpu.idle_W * config.sockets * nodes, [(self.cpu, busy_core_W)], group="cpu")
+        self.dram_meter = engine.meter(
+            "dram", compute.dram_W(config.memory * nodes, 0.0), [(self.memory, compute.DRAM_J_PER_BYTE)], group="dram"
+        )
+        if config.nics:
+            engine.meter("nic", compute.NIC_W * config.nics * nodes, [], group="nic")
         self.base_meter = engine.meter("server_base", config.base_power * nodes, [], group="server")
 
     @property

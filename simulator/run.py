@@ -30,6 +30,10 @@ class Simulation:
     storage: dict[str, Any] = field(default_factory=dict)  # the volume's closed loop (what binds), when it has one
 
 
+# metric names of an earlier release, kept one release for the tests and documents that read them
+DEPRECATED_ALIASES = {"ssd_mean_power_W": "ssd_mean_power_W_per_drive"}
+
+
 def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
     components = {}
     groups: dict[str, float] = {}
@@ -41,12 +45,34 @@ def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
             "peak_power_W": m.peak_W,
         }
         groups[m.group] = groups.get(m.group, 0.0) + m.energy_J
+    drives = {d.name: d.power_report() for d in system.volume.unique_drives}
     return {
         "components": components,
         "by_group_J": groups,
         "storage_J": groups.get("storage", 0.0),
         "system_J": sum(groups.values()),
+        "drives": {name: report for name, report in drives.items() if report},
     }
+
+
+def energy_metrics(energy: dict[str, Any], duration: float, drives: int) -> dict[str, float]:
+    """The run's energy metrics, unit and scope in every name: `ssd_` = all drives together unless `_per_drive`."""
+    storage, system = energy["storage_J"], energy["system_J"]
+    out = {
+        "ssd_energy_J": storage,
+        "ssd_energy_Wh": storage / WH,
+        "storage_power_W": storage / duration if duration > 0 else 0.0,
+        "ssd_mean_power_W_per_drive": storage / duration / drives if duration > 0 and drives else 0.0,
+        "system_energy_J": system,
+        "system_energy_Wh": system / WH,
+        "system_mean_power_W": system / duration if duration > 0 else 0.0,
+    }
+    for group, joules in energy["by_group_J"].items():
+        if group != "storage":
+            out[f"{group}_energy_J"] = joules
+    for old, new in DEPRECATED_ALIASES.items():
+        out[old] = out[new]
+    return out
 
 
 def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, record: bool = False) -> Simulation:
@@ -63,12 +89,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
     energy = _energy_report(system, duration)
     metrics = dict(outcome.metrics)
     metrics["simulated_seconds"] = duration
-    metrics["ssd_energy_J"] = energy["storage_J"]
-    metrics["ssd_energy_Wh"] = energy["storage_J"] / WH
-    metrics["ssd_mean_power_W"] = energy["storage_J"] / duration / len(system.volume.drives) if duration > 0 else 0.0
-    metrics["system_energy_J"] = energy["system_J"]
-    metrics["system_energy_Wh"] = energy["system_J"] / WH
-    metrics["system_mean_power_W"] = energy["system_J"] / duration if duration > 0 else 0.0
+    metrics.update(energy_metrics(energy, duration, len(system.volume.drives)))
     stats = engine.stats
     engine_report = {
         "events": stats.events,

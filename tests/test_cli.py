@@ -37,7 +37,7 @@ def test_run_json_document_has_the_promised_sections():
     metrics = doc["metrics"]
     # every metric carries its unit in its name (or is a count)
     for name in metrics:
-        assert re.search(r"(_seconds|_GB|_Wh|_J|_W|_GB_per_second|_count|_percentage|_MB_per_second)$", name), name
+        assert re.search(r"(_seconds|_GB|_Wh|_J|_W|_W_per_drive|_GB_per_second|_count|_percentage|_MB_per_second)$", name), name
     assert metrics["checkpoint_size_GB"] == pytest.approx(415.0)
     # oracle: throughput x time = size (conservation)
     assert metrics["save_checkpoint_io_mean_GB_per_second"] * metrics["save_checkpoint_duration_mean_seconds"] == pytest.approx(415.0)

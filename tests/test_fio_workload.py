@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from iowatt.models import catalog, nand, ssd
+from iowatt.models import catalog, nand, ssd, ssd_power
 from iowatt.scenarios.fiojob import parse_fio_size, parse_job_file
 from iowatt.scenarios.loader import ScenarioError, load
 from iowatt.scenarios.run import run_scenario
@@ -201,18 +201,27 @@ def test_sequential_writes_pay_garbage_collection_only_on_a_used_drive(fill: flo
 
 def test_6550_power_states_cap_throughput_and_power() -> None:
     """PS0 (25 W) and PS1 (20 W) do not bind a 128K read (17.5 W measured at full speed, S08): it runs at the
-    concurrency law of its 256 requests; PS3 (16 W) does: the drive slows until idle + dynamic power = 16 W."""
+    concurrency law of its 256 requests.  Lower states throttle die activity (models.ssd_power): the flash units
+    that may work at once shrink to share = budget / dynamic power at the ceiling, so the law's S becomes S / share
+    (oracle: the closed-loop law with c x share units), and the power budget bounds the rate from above."""
     runs = {ps: fio("micron-6550-ion", rw="read", bs="128k", iodepth=256, runtime=10, time_based=True, power_state=ps) for ps in ("PS0", "PS1", "PS3", "PS7")}
     print("\n6550 ION 128K read by power state:", {k: (round(v["read_bw_MBps"]), round(v["ssd_mean_power_W"], 2)) for k, v in runs.items()})
     spec = catalog.spec_from("ssd", "micron-6550-ion")
-    free, _lat = ssd.closed_loop(spec, 128 * KiB, 256, 1.0)
+    block = 128 * KiB
+    free, _lat = ssd.closed_loop(spec, block, 256, 1.0)
     assert 0.95 * 12e9 < free < 12e9
     assert runs["PS0"]["read_bw_bytes"] == pytest.approx(free, rel=1e-6)
     assert runs["PS1"]["read_bw_bytes"] == pytest.approx(free, rel=1e-6)
+    model = ssd_power.power_model(spec)
+    joules = ssd_power.read_J_per_host_byte(model, block)
+    l0, s = ssd.unloaded_latency_s(spec, block, False), ssd.queue_seconds(spec, block, 1.0, "seq")
     for ps, cap in (("PS3", 16.0), ("PS7", 10.0)):
-        assert runs[ps]["ssd_mean_power_W"] == pytest.approx(cap, rel=1e-6)
-        scale = ssd.power_cap_scale(spec, int(ps[2:]), 12e9, 0, 128 * KiB)
-        assert runs[ps]["read_bw_bytes"] == pytest.approx(12e9 * scale, rel=1e-6)
+        share = ssd_power.cap_share(model, cap, joules, 1.0 / ssd.read_seconds_per_byte(spec, block))
+        law = 256 / (l0 + 255 * s / share) * block
+        bound = ssd_power.dynamic_budget_W(model, cap) / joules
+        assert runs[ps]["read_bw_bytes"] == pytest.approx(min(law, bound), rel=1e-6)
+        assert runs[ps]["ssd_mean_power_W"] <= cap * (1 + 1e-9)
+    assert runs["PS7"]["ssd_mean_power_W"] > 0.99 * 10.0  # deep throttle: the drive runs at its cap
     assert runs["PS7"]["read_bw_bytes"] < runs["PS3"]["read_bw_bytes"] < runs["PS1"]["read_bw_bytes"]
 
 

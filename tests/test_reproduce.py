@@ -23,10 +23,11 @@ from iowatt.commands.reproduce import present
 from iowatt.output import figures
 
 REPO = Path(__file__).resolve().parent.parent
-STUDIES = {"micron_6550ion_vs_p5336", "micron_9550_gnn_bam", "amax_5210ion_vs_hdd", "storagereview_ckpt_fill", "mlperf_storage_v1"}
+STUDIES = {"micron_6550ion_vs_p5336", "micron_9550_gnn_bam", "amax_5210ion_vs_hdd", "storagereview_ckpt_fill", "mlperf_storage_v1",
+           "ssd_power_states"}
 
 
-def test_the_five_studies_are_defined_and_point_into_the_library():
+def test_the_studies_are_defined_and_point_into_the_library():
     assert set(study_files()) == STUDIES
     for name in study_files():
         study, path = load_study(name)
@@ -245,3 +246,22 @@ def test_invalid_study_definitions_name_the_problem(tmp_path, section, needle):
 def test_unknown_study_is_a_clear_error():
     result = CliRunner().invoke(app, ["reproduce", "nosuch"])
     assert result.exit_code == 2 and "expected a study name" in result.stderr
+
+
+def test_a_power_trace_spans_each_runs_own_simulated_time():
+    """The SSD power-over-time figure: each run's bins cover [0, its simulated seconds], so its x span is read from the
+    run (trace_span_metric); the bins' mean x span is the drive's energy (conservation of the resampling)."""
+    study, path = load_study("ssd_power_states")
+    section = study.sections[0]
+    result = run_section(section, path.parent)
+    for run in section.runs:
+        cell = result.values[(run.label, "SSD power (W)")]
+        document = run_scenario_for(path.parent / run.scenario, run.set)
+        assert cell.span == pytest.approx(document["metrics"]["simulated_seconds"])
+        assert cell.predicted * cell.span == pytest.approx(document["energy"]["components"]["ssd0"]["energy_J"], rel=1e-9)
+
+
+def run_scenario_for(scenario: Path, overrides: dict) -> dict:
+    from iowatt.scenarios.run import run_scenario
+
+    return run_scenario(load(scenario.resolve(), [f"{k}={v}" for k, v in overrides.items()]))[0]

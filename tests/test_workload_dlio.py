@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.models import catalog
+from iowatt.models import catalog, ssd_power
 from iowatt.models.links import link_payload_Bps
-from iowatt.models.ssd import io_joules, power_cap_W, read_joules_per_byte, read_seconds_per_byte, unloaded_latency_s
+from iowatt.models.ssd import power_cap_W, read_seconds_per_byte, unloaded_latency_s
 from iowatt.simulator.run import simulate
 from iowatt.simulator.system import SystemConfig
 from iowatt.simulator.workloads import WorkloadConfigError
@@ -50,8 +50,9 @@ def _one_flow_rate(system: SystemConfig, p: DlioParams) -> float:
         1.0 / cpu_coeff,  # one worker = one core
         block / unloaded_latency_s(spec, block, False),  # one request in flight (Little's law)
     ]
-    if cap is not None:
-        bounds.append((cap - spec.idle_W) / (read_joules_per_byte(spec) + io_joules(spec) / block))
+    if cap is not None:  # the state's cap over the dynamic energy of a byte (models.ssd_power)
+        model = ssd_power.power_model(spec)
+        bounds.append(ssd_power.dynamic_budget_W(model, cap) / ssd_power.read_J_per_host_byte(model, block))
     return min(bounds)
 
 

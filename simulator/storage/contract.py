@@ -221,6 +221,13 @@ class Drive(ABC):
         """This drive's own figures (fill, writes, endurance) up to now."""
         return {"fill_end": self.fill}
 
+    def rest(self) -> None:  # noqa: B027 - a drive without power states has nothing to do
+        """The workload ended a phase and will not use the drive for a while; its power policy may rest it."""
+
+    def power_report(self) -> dict[str, object]:
+        """Energy by part, time in each power state, power over time (drives with a power model)."""
+        return {}
+
 
 class Volume(ABC):
     """What a filesystem sits on: a storage kind built from drives (and servers, fabrics, nodes)."""
@@ -284,6 +291,11 @@ class Volume(ABC):
         for drive in self.drives:
             seen.setdefault(id(drive), drive)
         return list(seen.values())
+
+    def rest(self) -> None:
+        """The workload ended a phase (a checkpoint saved, an epoch done): every drive may rest."""
+        for drive in self.unique_drives:
+            drive.rest()
 
     def report(self) -> dict[str, object]:
         """The volume's own part of the result (drives' figures; kinds add theirs)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from iowatt.models import catalog
+from iowatt.models import catalog, ssd_power
 from iowatt.models.filesystem import PRESETS, Allocator, Discard, FilesystemName, FilesystemSpec, Replace
 from iowatt.models.ftl import Precondition
 from iowatt.models.hdd import HDDSpec
@@ -15,6 +15,7 @@ from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogRef, check_catalog_ref, parse_power_state
 from iowatt.simulator.storage.contract import Drive
 from iowatt.simulator.storage.hdd import HddDrive
+from iowatt.simulator.storage.power_policy import PowerPolicy
 from iowatt.simulator.storage.ssd import SsdDrive
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
@@ -55,6 +56,7 @@ class DriveFields(BaseModel):
         default=None,
         description="SSDs: how a file is replaced: 'delete_then_create' (default) or 'truncate_rewrite' (its own blocks first)",
     )
+    power_policy: PowerPolicy = Field(default_factory=PowerPolicy, description="how the drives rest between bursts (fixed, apst, between_phases; aspm)")
     layout_clusters: int = Field(
         default=1, ge=1, le=1024,
         description="hard disks: equal pieces the data lie in, spread evenly over the disk (filesystem allocation groups); "
@@ -89,8 +91,14 @@ class DriveFields(BaseModel):
         if isinstance(spec, HDDSpec):
             if self.power_state != 0:
                 raise ValueError(f"{spec.name} is a hard disk; it has no NVMe power states, found PS{self.power_state}")
+            if self.power_policy != PowerPolicy():
+                raise ValueError(f"power_policy: {spec.name} is a hard disk; expected no NVMe power policy, found {self.power_policy.kind}")
             return self
-        power_cap_W(spec, self.power_state)  # raises with the valid range
+        cap = power_cap_W(spec, self.power_state)  # raises with the valid range
+        if ssd_power.dynamic_budget_W(ssd_power.power_model(spec), cap) <= 0.0:
+            raise ValueError(f"power_state: {spec.name} PS{self.power_state} caps at {cap} W, no more than its idle power and "
+                             f"busy floor; expected a state with room for I/O")
+        self.power_policy.check(spec, self.power_state)
         return self
 
     def filesystem_spec(self) -> FilesystemSpec:
@@ -110,5 +118,5 @@ class DriveFields(BaseModel):
         if isinstance(spec, HDDSpec):
             return [HddDrive(engine, f"{prefix}hdd{i}", spec, self.fill, data_clusters=self.layout_clusters) for i in range(count)]
         fs = self.filesystem_spec()
-        return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill, fs, self.ftl_valid, self.precondition)
+        return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill, fs, self.ftl_valid, self.precondition, self.power_policy)
                 for i in range(count)]

@@ -37,10 +37,10 @@ def bottleneck_share(usage: Usage, rate: float) -> float:
 
 
 def scale_meter(engine: FlowEngine, meter: Meter, factor: float) -> None:
-    """Make a meter count for `factor` identical components (symmetric lumping)."""
-    meter.idle_W *= factor
-    meter.terms = [(c, k * factor) for c, k in meter.terms]
-    engine.set_meter_extra(meter, meter.extra_W * factor)  # refreshes the meter's power now
+    """Make a meter count for `factor` identical components (symmetric lumping): every part, state power
+    included, is drawn `copies` times."""
+    meter.copies *= factor
+    engine.set_meter_extra(meter, meter.extra_W)  # refreshes the meter's power now
 
 
 def drive_usage(drive: Drive, access: Access, share: float) -> Usage:

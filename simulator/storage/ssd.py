@@ -6,8 +6,18 @@ Constraints (per drive, N = drive index):
   ssdN.write                         write service time at the native program rate; its capacity
                                      is the pSLC speed factor (below)
   ssdN.media                         shared service time of reads and writes (interference law)
-  ssdN.power                         dynamic power budget = power-state cap - idle (W)
+  ssdN.power                         dynamic power budget = power-state cap - idle - busy floor (W)
   ssdN.host_bytes / nand_bytes       unbounded counters (1 per host byte, WA per host byte)
+  ssdN.commands / nand_read_bytes / gc_read_bytes / commands_in_flight
+                                     unbounded counters of commands, NAND bytes read for the host,
+                                     valid bytes garbage collection reads, and commands in flight
+                                     (rate x the time each keeps the drive busy); the command counter is also the gate
+                                     the power policy closes while the drive rests or wakes
+
+Power (models.ssd_power): the meter is the state's idle power, a busy floor for the
+share of the time a command is in flight, and energies per command, per NAND byte read,
+programmed and erased; its parts are kept apart (report: energy_J_by_part).  The
+power policy (simulator.storage.power_policy) moves the drive between states.
 
 What the drive holds.  The filesystem's view of the drive's share of the
 volume (models.filesystem: live files, free space in the order the allocator
@@ -44,26 +54,26 @@ import math
 from collections.abc import Generator
 from typing import Any
 
-from iowatt.models import nand
+from iowatt.models import nand, ssd_power
 from iowatt.models.filesystem import PRESETS, Extent, FileSpace, FilesystemSpec
 from iowatt.models.ftl import STEP_SHARE, FluidFTL, Kill, Precondition
 from iowatt.models.links import device_queue_limit, link_payload_Bps
 from iowatt.models.ssd import (
     SSDSpec,
-    io_joules,
     iu_factor,
     over_provisioning_of,
     power_cap_W,
     queue_seconds,
-    read_joules_per_byte,
     read_seconds_per_byte,
-    transition_seconds,
+    state_idle_W,
     unloaded_latency_s,
-    write_joules_per_byte,
     write_seconds_per_byte_at,
 )
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, Usage, WriteRecord
+from iowatt.simulator.storage.power_policy import DrivePower, PowerPolicy
+
+POWER_BINS = 240  # the drive's power over time in the report: average power in this many equal bins
 
 INITIAL = "initial"               # owner of the files the drive was given with
 INITIAL_STALE = "initial.stale"   # owner of deleted data it still holds (ftl_valid above fill)
@@ -116,7 +126,7 @@ class SsdDrive(Drive):
 
     def __init__(self, engine: FlowEngine, name: str, spec: SSDSpec, power_state: int, fill: float,
                  filesystem: FilesystemSpec | None = None, ftl_valid: float | None = None,
-                 precondition: Precondition = "random") -> None:
+                 precondition: Precondition = "random", policy: PowerPolicy | None = None) -> None:
         self.engine = engine
         self.name = name
         self.spec = spec
@@ -142,13 +152,7 @@ class SsdDrive(Drive):
         self.state = _WriteState(self)
         self.write = engine.constraint(f"{name}.write", self.state.speed(), dynamics=self.state)
         self.media = engine.constraint(f"{name}.media", 1.0)
-        cap = power_cap_W(spec, power_state)
-        self.cap_W = cap
-        self.power = engine.constraint(f"{name}.power", math.inf if cap is None else cap - spec.idle_W)
-        self.meter = engine.meter(name, spec.idle_W, [(self.power, 1.0)], group="storage")
-        self._e_read = read_joules_per_byte(spec)
-        self._e_write = write_joules_per_byte(spec)
-        self._e_io = io_joules(spec)
+        self._build_power(power_state, policy or PowerPolicy())
 
     # ------------------------------------------------------------ state
     @property
@@ -243,7 +247,7 @@ class SsdDrive(Drive):
             (self.link_read, share),
             (self.read, share * t),
             (self.media, share * t),
-            (self.power, share * (self._e_read + self._e_io / access.block_bytes)),
+            *self._read_power_usage(access.block_bytes, share),
         ]
 
     def _write_usage(self, access: Access, share: float) -> Usage:
@@ -255,7 +259,7 @@ class SsdDrive(Drive):
             (self.link_write, share),
             (self.write, share * t),
             (self.media, share * t / self.state.speed()),
-            (self.power, share * (self._e_write * wa + self._e_io / block)),
+            *self._write_power_usage(block, wa, share, t / self.state.speed()),
             (self.host_counter, share),
             (self.nand_counter, share * wa),
         ]
@@ -267,22 +271,106 @@ class SsdDrive(Drive):
         """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
         read_share = 0.0 if access.write else 1.0
         s = queue_seconds(self.spec, access.block_bytes, read_share, access.pattern, access.overwrite, self.fill)
-        return ConcurrencyLaw(self.qd1_latency_s(access), s, self.queue_limit, units=True)
+        return ConcurrencyLaw(self.qd1_latency_s(access), s / self._cap_unit_share(access), self.queue_limit, units=True)
 
-    # ------------------------------------------------------------ power states
+    # ------------------------------------------------------------ power (models.ssd_power)
+    def _build_power(self, power_state: int, policy: PowerPolicy) -> None:
+        """Counters, the cap's budget constraint, the meter by part and the power policy that moves the state."""
+        engine, name, spec = self.engine, self.name, self.spec
+        self.model = ssd_power.power_model(spec)
+        self.commands = engine.constraint(f"{name}.commands", math.inf)
+        self.nand_read = engine.constraint(f"{name}.nand_read_bytes", math.inf)
+        self.gc_read = engine.constraint(f"{name}.gc_read_bytes", math.inf)
+        self.in_flight = engine.constraint(f"{name}.commands_in_flight", math.inf)
+        self.power_state = power_state
+        self.cap_W = power_cap_W(spec, power_state)
+        self.power = engine.constraint(f"{name}.power", self._budget_W(power_state))
+        m = self.model
+        self.meter = engine.meter(
+            name, state_idle_W(spec, power_state),
+            [(self.commands, m.command_J), (self.nand_read, m.read_J_per_byte), (self.gc_read, ssd_power.gc_read_J_per_byte(m)),
+             (self.nand_counter, m.program_J_per_byte), (self.nand_counter, m.erase_J_per_byte)],
+            group="storage", busy_terms=[(self.in_flight, m.floor_W)],
+            labels=("state", "extra", "command", "nand_read", "gc_read", "nand_program", "nand_erase", "busy_floor"),
+        )
+        if self.meter.history is None:
+            self.meter.history = [(engine.env.now, self.meter.power_W)]  # the drive's power over time (report: power_W_bins)
+        self.policy = DrivePower(engine, spec, power_state, policy, self.commands, self.meter)
+
+    def _budget_W(self, power_state: int) -> float:
+        budget = ssd_power.dynamic_budget_W(self.model, power_cap_W(self.spec, power_state))
+        if budget <= 0.0:
+            raise ValueError(f"{self.spec.name} PS{power_state}: its cap leaves no power for I/O after idle and the busy floor")
+        return budget
+
+    def _held_seconds(self, latency_s: float, service_s: float, joules: float) -> float:
+        """How long one request keeps the drive busy (its part of the commands in flight, Little's law): its latency,
+        its media service time, or its share of a capped state's power budget, whichever is longest, so a drive the
+        cap throttles counts as busy all the time."""
+        budget = self.power.capacity
+        return max(latency_s, service_s, joules / budget if 0.0 < budget < math.inf else 0.0)
+
+    def _read_power_usage(self, block: float, share: float) -> Usage:
+        m = self.model
+        joules = ssd_power.read_J_per_host_byte(m, block)
+        held = self._held_seconds(unloaded_latency_s(self.spec, block, False), read_seconds_per_byte(self.spec, block) * block, joules * block)
+        return [
+            (self.commands, share / block),
+            (self.in_flight, share * held / block),
+            (self.nand_read, share * ssd_power.nand_read_bytes(m, block)),
+            (self.power, share * joules),
+        ]
+
+    def _write_power_usage(self, block: float, wa: float, share: float, seconds_per_byte: float) -> Usage:
+        """Commands, garbage collection's reads of the WA - 1 valid bytes it moves, and the energy (programs via
+        nand_bytes, which the fill dynamics also count).  A write keeps the drive busy for its acknowledgement or
+        for its programs, whichever is longer."""
+        m = self.model
+        joules = ssd_power.write_J_per_host_byte(m, block, wa)
+        held = self._held_seconds(unloaded_latency_s(self.spec, block, True), seconds_per_byte * block, joules * block)
+        usage = [(self.commands, share / block), (self.in_flight, share * held / block), (self.power, share * joules)]
+        if wa > 1.0:
+            usage.append((self.gc_read, share * (wa - 1.0)))
+        return usage
+
+    def _cap_unit_share(self, access: Access) -> float:
+        """Share of the flash units the state's cap lets work at once at this access's ceiling (1 without a cap):
+        with fewer dies busy each queued request waits longer, S / share in the concurrency law."""
+        if self.cap_W is None:
+            return 1.0
+        block = access.block_bytes
+        if access.write:
+            wa = self.write_amplification(access)
+            per_byte = write_seconds_per_byte_at(self.spec, block, wa)
+            joules = ssd_power.write_J_per_host_byte(self.model, block, wa)
+        else:
+            per_byte = read_seconds_per_byte(self.spec, block, access.pattern)
+            joules = ssd_power.read_J_per_host_byte(self.model, block)
+        return max(1e-9, ssd_power.cap_share(self.model, self.cap_W, joules, 1.0 / per_byte))
+
     def change_power_state(self, new_state: int) -> Generator[Any, Any, float]:
         """SimPy process body: the drive serves nothing for the transition latency, then runs under the new cap.
 
         Use as `yield env.process(drive.change_power_state(1))`; returns the transition seconds."""
         cap = power_cap_W(self.spec, new_state)
-        latency = transition_seconds(self.spec, self.power_state, new_state)
-        if latency > 0.0:
-            self.engine.set_capacity(self.power, 0.0)
-            yield self.engine.env.timeout(latency)
-        self.power_state = new_state
-        self.cap_W = cap
-        self.engine.set_capacity(self.power, math.inf if cap is None else cap - self.spec.idle_W)
+        latency = yield from self.policy.change_home(new_state)
+        self.power_state, self.cap_W = new_state, cap
+        self.engine.set_capacity(self.power, self._budget_W(new_state))
         return latency
+
+    def rest(self) -> None:
+        """The workload ended a phase (a checkpoint saved): the power policy may rest the drive."""
+        self.policy.rest()
+
+    def power_report(self) -> dict[str, object]:
+        """Energy by part, time in each state, wakes, and the power over time in equal bins."""
+        out = self.policy.report()
+        out["energy_J_by_part"] = self.meter.energy_by_part()
+        now = self.engine.env.now
+        if self.meter.history is not None and now > 0.0:
+            out["power_W_bins"] = self.meter.binned_power_W(now, POWER_BINS)
+            out["power_bin_seconds"] = now / POWER_BINS
+        return out
 
     # ------------------------------------------------------------ results
     def report(self) -> dict[str, float]:

@@ -371,6 +371,7 @@ def _training(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, saver
         yield simpy.AllOf(env, ranks)
         out.starts.append(start)
         out.durations.append(env.now - start)
+        system.volume.rest()  # the drives wait for the next checkpoint: their power policy may rest them
     if params.restore:
         pending = [w for w in saver.writeback if w is not None]
         if pending:

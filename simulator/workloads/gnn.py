@@ -28,11 +28,11 @@ GPU link and the GPU's own issue rate (`gpu_max_iops`) bound the sum.  With
 thousands of requests in flight a Gen5 drive runs close to its ceiling; as
 drives are added each holds fewer requests and sits lower on its knee, so
 IOPS grow less than in proportion until the GPU link binds.  Small reads
-cost energy per command (energy_per_io_uJ) as well as per byte, so a drive
-whose 4 KiB reads at that rate would draw more than its power-state cap is
-held at (cap - idle) / (4096 x e_byte + e_io) IOPS by the engine's power
-constraint (CM7-R and PM1743 in the catalog: their e_io is calibrated on
-the 9550 brief's IOPS ratios; its SSD-energy figures then check it).
+cost energy per command as well as per NAND byte (models.ssd_power), so a
+drive whose 4 KiB reads at that rate would draw more than its power-state
+cap is held below it by the engine's power constraint; no catalog drive is
+(each reaches its datasheet 4 KiB IOPS at PS0).  GPU energy is reported by
+phase (gpu_energy_sampling_J, _aggregation_J, _training_J).
 
 Dataset and loop defaults are IGB heterogeneous "full" as GIDS runs it (GIDS
 repository, run_GIDS_IGBH.sh and its logged result GIDS_IGBH.txt): batch 1024,
@@ -143,9 +143,17 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     pages = Access("read", params.io_size, "rand", int(n * per_drive_outstanding))
     agg_usage = [*system.volume.usage(pages), (g.link_h2d, 1.0)]
     phase = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
+    gpu_J = dict.fromkeys(phase, 0.0)
+    mark = [0.0]
+
+    def close(name: str) -> None:  # the GPU energy since the last phase boundary belongs to phase `name`
+        now_J = g.energy_now_J()
+        gpu_J[name] += now_J - mark[0]
+        mark[0] = now_J
 
     def loop():
         for i in range(params.iterations):
+            close("training")  # idle time before the first phase counts with training (none in this loop)
             t = env.now
             if params.sampling_time_per_batch > 0:
                 if params.sampler == "gpu":
@@ -156,15 +164,18 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
                         [(system.host.cpu, 1.0)], max_rate=float(params.sampling_cores),
                     )
             phase["sampling"] += env.now - t
+            close("sampling")
             t = env.now
             engine.set_meter_extra(g.meter, params.gpu_busy_during_aggregation * (g.spec.active_W - g.spec.idle_W))
             yield engine.transfer(f"gnn.aggregate{i}", batch_bytes, agg_usage, max_rate=max_rate)
             engine.set_meter_extra(g.meter, 0.0)
             phase["aggregation"] += env.now - t
+            close("aggregation")
             t = env.now
             if params.train_time_per_batch > 0:
                 yield engine.transfer(f"gnn.train{i}", params.train_time_per_batch, [(g.compute, 1.0)])
             phase["training"] += env.now - t
+        close("training")
 
     env.process(loop())
     engine.run()
@@ -184,6 +195,7 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
         "ssd_reads": reads,
         "iterations_per_second": params.iterations / total if total > 0 else 0.0,
         "system_energy_kJ": system_J / 1e3,
+        **{f"gpu_energy_{name}_J": joules for name, joules in gpu_J.items()},
         "drives": float(n),
     }
     detail = {
