@@ -47,11 +47,14 @@ accesses over PCIe).  IGBH-full: 547 M nodes (269 M papers, 277 M authors,
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Literal
 
+import simpy
 from iowatt.models.ssd import SSDSpec, closed_loop
 from iowatt.models.units import Bytes, Seconds
-from iowatt.simulator.storage import Access
+from iowatt.simulator.machine import GPURuntime
+from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +121,50 @@ def drive_iops(spec: SSDSpec, io_size: float, outstanding: float) -> float:
     return bps / io_size
 
 
+class _Phases:
+    """One GNN training loop on the GPU: sampling, feature aggregation (the SSD-bound phase) and training, with
+    the time and the GPU energy of each phase."""
+
+    def __init__(self, ctx: RunContext, params: GnnParams, gpu: GPURuntime) -> None:
+        self.ctx, self.params, self.gpu = ctx, params, gpu
+        self.seconds = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
+        self.gpu_J = dict.fromkeys(self.seconds, 0.0)
+        self._mark_J = 0.0
+
+    def _close(self, name: str) -> None:
+        """The GPU energy since the last phase boundary belongs to phase `name`."""
+        now_J = self.gpu.energy_now_J()
+        self.gpu_J[name] += now_J - self._mark_J
+        self._mark_J = now_J
+
+    def loop(self, batch_bytes: float, agg_usage: Usage, max_rate: float) -> Generator[simpy.Event, object, None]:
+        env, engine, system, params, g = self.ctx.env, self.ctx.engine, self.ctx.system, self.params, self.gpu
+        for i in range(params.iterations):
+            self._close("training")  # idle time before the first phase counts with training (none in this loop)
+            t = env.now
+            if params.sampling_time_per_batch > 0:
+                if params.sampler == "gpu":
+                    yield engine.transfer(f"gnn.sample{i}", params.sampling_time_per_batch, [(g.compute, 1.0)])
+                else:
+                    yield engine.transfer(
+                        f"gnn.sample{i}", params.sampling_time_per_batch * params.sampling_cores,
+                        [(system.host.cpu, 1.0)], max_rate=float(params.sampling_cores),
+                    )
+            self.seconds["sampling"] += env.now - t
+            self._close("sampling")
+            t = env.now
+            engine.set_meter_extra(g.meter, params.gpu_busy_during_aggregation * (g.spec.active_W - g.spec.idle_W))
+            yield engine.transfer(f"gnn.aggregate{i}", batch_bytes, agg_usage, max_rate=max_rate)
+            engine.set_meter_extra(g.meter, 0.0)
+            self.seconds["aggregation"] += env.now - t
+            self._close("aggregation")
+            t = env.now
+            if params.train_time_per_batch > 0:
+                yield engine.transfer(f"gnn.train{i}", params.train_time_per_batch, [(g.compute, 1.0)])
+            self.seconds["training"] += env.now - t
+        self._close("training")
+
+
 def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     env, engine, system = ctx.env, ctx.engine, ctx.system
     if not system.gpus:
@@ -142,43 +189,10 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     max_rate = min(n * slowest * params.io_size, params.gpu_max_iops * params.io_size)
     pages = Access("read", params.io_size, "rand", int(n * per_drive_outstanding))
     agg_usage = [*system.volume.usage(pages), (g.link_h2d, 1.0)]
-    phase = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
-    gpu_J = dict.fromkeys(phase, 0.0)
-    mark = [0.0]
-
-    def close(name: str) -> None:  # the GPU energy since the last phase boundary belongs to phase `name`
-        now_J = g.energy_now_J()
-        gpu_J[name] += now_J - mark[0]
-        mark[0] = now_J
-
-    def loop():
-        for i in range(params.iterations):
-            close("training")  # idle time before the first phase counts with training (none in this loop)
-            t = env.now
-            if params.sampling_time_per_batch > 0:
-                if params.sampler == "gpu":
-                    yield engine.transfer(f"gnn.sample{i}", params.sampling_time_per_batch, [(g.compute, 1.0)])
-                else:
-                    yield engine.transfer(
-                        f"gnn.sample{i}", params.sampling_time_per_batch * params.sampling_cores,
-                        [(system.host.cpu, 1.0)], max_rate=float(params.sampling_cores),
-                    )
-            phase["sampling"] += env.now - t
-            close("sampling")
-            t = env.now
-            engine.set_meter_extra(g.meter, params.gpu_busy_during_aggregation * (g.spec.active_W - g.spec.idle_W))
-            yield engine.transfer(f"gnn.aggregate{i}", batch_bytes, agg_usage, max_rate=max_rate)
-            engine.set_meter_extra(g.meter, 0.0)
-            phase["aggregation"] += env.now - t
-            close("aggregation")
-            t = env.now
-            if params.train_time_per_batch > 0:
-                yield engine.transfer(f"gnn.train{i}", params.train_time_per_batch, [(g.compute, 1.0)])
-            phase["training"] += env.now - t
-        close("training")
-
-    env.process(loop())
+    phases = _Phases(ctx, params, g)
+    env.process(phases.loop(batch_bytes, agg_usage, max_rate))
     engine.run()
+    phase, gpu_J = phases.seconds, phases.gpu_J
     total = env.now
     reads = ios_per_batch * params.iterations
     agg = phase["aggregation"]
