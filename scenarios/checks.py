@@ -73,10 +73,7 @@ def _stored(scenario: ScenarioBase) -> list[Stored]:
 
 def _usable_bytes(scenario: ScenarioBase) -> tuple[float, str]:
     """(bytes the storage can hold for data, how that follows from its drives)."""
-    storage = scenario.system.storage
-    kind = registry.of(storage)  # each storage kind's own planning facts: drives bought, usable share
-    device, count = kind.drives_bought(storage)
-    usable = kind.usable_fraction(storage)
+    device, count, usable = registry.planning_facts(scenario.system.storage)  # the storage kind's own facts
     spec = catalog.drive_spec(device)
     capacity = float(spec.capacity_TB) * 1e12
     how = f"{count} x {spec.name} {_size(capacity)}" + (f" at {usable:.0%} usable" if usable < 1 else "")

@@ -20,10 +20,7 @@ Value = int | float | str | bool | None
 
 
 def _storage(scenario: ScenarioBase) -> dict[str, Value]:
-    storage = scenario.system.storage
-    kind = registry.of(storage)  # each storage kind's own planning facts: drives bought, usable share
-    device, count = kind.drives_bought(storage)
-    usable = kind.usable_fraction(storage)
+    device, count, usable = registry.planning_facts(scenario.system.storage)  # the storage kind's own facts
     spec = catalog.drive_spec(device)
     return {"device": str(spec.name), "drives": count, "capacity_TB_per_drive": float(spec.capacity_TB),
             "usable_capacity_TB": count * float(spec.capacity_TB) * usable}

@@ -56,10 +56,7 @@ def storage_drives(storage: dict[str, Any]) -> tuple[Any, int, float]:
     each kind's own planning facts (simulator.storage.registry)."""
     from iowatt.simulator.storage import registry
 
-    kind = registry.get(registry.kind_tag(storage))
-    config = kind.config.model_validate(storage)
-    device, count = kind.drives_bought(config)
-    return device, count, kind.usable_fraction(config)
+    return registry.planning_facts(registry.get(registry.kind_tag(storage)).config.model_validate(storage))
 
 
 def _drive_write_amplification(metrics: dict[str, Any]) -> float | None:

@@ -101,5 +101,12 @@ def config_union(names: tuple[str, ...] | None = None) -> Any:
     return Annotated[union, Discriminator(kind_tag)]
 
 
+def planning_facts(config: BaseModel) -> tuple[CatalogRef, int, float]:
+    """(device, drives bought, share of their capacity that holds user data) of a storage config, its kind's own facts."""
+    kind = of(config)
+    device, count = kind.drives_bought(config)
+    return device, count, kind.usable_fraction(config)
+
+
 def build(engine: FlowEngine, config: BaseModel, host: HostRuntime, prefix: str = "") -> Volume:
     return of(config).build(BuildContext(engine, host, prefix), config)
