@@ -101,20 +101,20 @@ class RunCache:
 
     def ensure(self, keys: Iterable[RunKey], jobs: int = 1, progress: Progress | None = None) -> None:
         """Run every key not run yet: in this process (jobs 1) or in `jobs` processes; the order of results never matters."""
-        todo = list(dict.fromkeys(k for k in keys if k not in self.outcomes))
+        not_run = list(dict.fromkeys(k for k in keys if k not in self.outcomes))
         if progress:
-            progress(0, len(todo))
-        if jobs <= 1 or len(todo) <= 1:
-            for done, key in enumerate(todo, start=1):
+            progress(0, len(not_run))
+        if jobs <= 1 or len(not_run) <= 1:
+            for done, key in enumerate(not_run, start=1):
                 self.outcomes[key] = run_one(key)
                 if progress:
-                    progress(done, len(todo))
+                    progress(done, len(not_run))
             return
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-            futures = {pool.submit(run_one, key): key for key in todo}
+        with ProcessPoolExecutor(max_workers=min(jobs, len(not_run))) as pool:
+            futures = {pool.submit(run_one, key): key for key in not_run}
             for done, future in enumerate(as_completed(futures), start=1):
                 self.outcomes[futures[future]] = future.result()
                 if progress:
-                    progress(done, len(todo))
+                    progress(done, len(not_run))
