@@ -223,6 +223,11 @@ def test_published_span_compares_with_the_trace_mean_over_that_stretch(tmp_path)
     durations = document["checkpoint"]["durations_seconds"]
     assert result.claims[0].predicted == pytest.approx(sum(durations[3:6]) / 3)
     assert result.values[("r", "WA")].trace == pytest.approx(document["checkpoint"]["checkpoint_write_amplification"])
+    # the figure gets the published mean with its stretch, to draw it over that stretch
+    from iowatt.commands.reproduce import section_figure
+
+    (claim,) = section_figure(result).claims
+    assert claim.span == (1, 2) and claim.absolute == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(

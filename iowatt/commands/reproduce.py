@@ -120,7 +120,7 @@ def section_figure(result: SectionResult) -> StudyFigure:
         values={key: cell.predicted for key, cell in result.values.items()},
         traces={key: cell.trace for key, cell in result.values.items() if cell.trace is not None},
         claims=[FigureClaim(c.published.run, c.published.metric, c.published.value, c.published.relative_to,
-                            published_absolute(result, c.published)) for c in result.claims],
+                            published_absolute(result, c.published), c.published.span) for c in result.claims],
     )
 
 

@@ -46,6 +46,7 @@ class FigureClaim:
     value: float
     relative_to: str | None
     absolute: float | None
+    span: tuple[float, float] | None = None  # `trace` figures: the stretch of the x axis the published mean covers
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,13 @@ def _draw_trace(data: StudyFigure) -> Figure:
             n = len(trace)
             # with a span, runs of different lengths share one axis (e.g. 3 fill passes of 9 or of 99 checkpoints)
             xs = [data.trace_span * (i + 1) / n for i in range(n)] if data.trace_span else list(range(1, n + 1))
-            ax.plot(xs, trace, marker=".", markersize=3, linewidth=1, label=r.label)
+            line, = ax.plot(xs, trace, marker=".", markersize=3, linewidth=1, label=r.label)
+            # a published mean over a stretch of the axis (e.g. a fill pass), as a dashed segment in the run's colour
+            for c in data.claims:
+                if c.run == r.label and c.metric == m and c.span is not None and c.absolute is not None:
+                    ax.hlines(c.absolute, c.span[0], c.span[1], colors=line.get_color(), linestyles="--", linewidth=1.5)
+        if any(c.metric == m and c.span is not None for c in data.claims):
+            ax.plot([], [], color="black", linestyle="--", label="published mean over the stretch")
         ax.set_xlabel(data.x_label or "index", fontsize=8)
         ax.set_ylabel(m, fontsize=8)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
