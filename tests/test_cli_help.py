@@ -16,12 +16,12 @@ runner = CliRunner()
 
 def command_paths() -> list[list[str]]:
     paths: list[list[str]] = [[]]
-    todo = [([], get_command(app))]
-    while todo:
-        prefix, command = todo.pop()
+    pending = [([], get_command(app))]
+    while pending:
+        prefix, command = pending.pop()
         for name, sub in getattr(command, "commands", {}).items():
             paths.append([*prefix, name])
-            todo.append(([*prefix, name], sub))
+            pending.append(([*prefix, name], sub))
     return sorted(paths)
 
 

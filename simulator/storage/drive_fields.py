@@ -3,7 +3,7 @@ filesystem on them (what it tells the drives: models.filesystem)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from iowatt.models import catalog, ssd_power
 from iowatt.models.filesystem import PRESETS, Allocator, Discard, FilesystemName, FilesystemSpec, Replace
@@ -120,3 +120,15 @@ class DriveFields(BaseModel):
         fs = self.filesystem_spec()
         return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill, fs, self.ftl_valid, self.precondition, self.power_policy)
                 for i in range(count)]
+
+
+class CountedDrives(Protocol):
+    """A storage config that buys `count` drives of one `device` (local, raid)."""
+
+    device: CatalogRef
+    count: int
+
+
+def drives_bought(config: CountedDrives) -> tuple[CatalogRef, int]:
+    """The drives a kind of `count` identical drives buys (its planning fact)."""
+    return config.device, config.count

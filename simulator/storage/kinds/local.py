@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from iowatt.simulator.machine import CatalogRef
 from iowatt.simulator.storage.contract import Volume
-from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.drive_fields import DriveFields, drives_bought
 from iowatt.simulator.storage.host_interface import HostInterfaceConfig, attach
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
 from iowatt.simulator.storage.striped import StripedVolume
@@ -27,14 +26,10 @@ def build(ctx: BuildContext, config: LocalStorageConfig) -> Volume:
     return attach(ctx.engine, StripedVolume(config.build_drives(ctx.engine, ctx.prefix, config.count)), config.attach, ctx.prefix)
 
 
-def _drives_bought(config: LocalStorageConfig) -> tuple[CatalogRef, int]:
-    return config.device, config.count
-
-
 KIND = StorageKind(
     name="local",
     config=LocalStorageConfig,
     build=build,
-    drives_bought=_drives_bought,
+    drives_bought=drives_bought,
     usable_fraction=lambda _config: 1.0,  # striped: every byte holds user data
 )

@@ -19,9 +19,8 @@ from typing import Literal
 from iowatt.models import array as raid
 from iowatt.models.units import Bytes, Fraction
 from iowatt.simulator.flows import Constraint, FlowEngine
-from iowatt.simulator.machine import CatalogRef
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
-from iowatt.simulator.storage.drive_fields import DriveFields
+from iowatt.simulator.storage.drive_fields import DriveFields, drives_bought
 from iowatt.simulator.storage.host_interface import HostInterfaceConfig, attach
 from iowatt.simulator.storage.member_law import MemberLoad, VolumeLoop, volume_loop
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
@@ -216,15 +215,11 @@ def build(ctx: BuildContext, config: RaidStorageConfig) -> Volume:
     return build_array(ctx, config, ctx.host.cpu, ctx.host.core_speed)
 
 
-def _drives_bought(config: RaidStorageConfig) -> tuple[CatalogRef, int]:
-    return config.device, config.count
-
-
 KIND = StorageKind(
     name="raid",
     config=RaidStorageConfig,
     build=build,
-    drives_bought=_drives_bought,
+    drives_bought=drives_bought,
     # RAID 5 (n-1)/n, RAID 6 (n-2)/n, RAID 1 one drive, RAID 10 half
     usable_fraction=lambda config: raid.usable_fraction(config.level, config.count),
 )
