@@ -45,6 +45,7 @@ from iowatt.models.ssd import (
     queue_seconds,
     read_joules_per_byte,
     read_seconds_per_byte,
+    read_units,
     transition_seconds,
     unloaded_latency_s,
     write_amplification,
@@ -213,7 +214,8 @@ class SsdDrive(Drive):
         """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
         read_share = 0.0 if access.write else 1.0
         s = queue_seconds(self.spec, access.block_bytes, read_share, access.pattern, access.overwrite, self.fill)
-        return ConcurrencyLaw(self.qd1_latency_s(access), s, self.queue_limit, units=True)
+        units = read_units(self.spec, access.block_bytes, read_share)
+        return ConcurrencyLaw(self.qd1_latency_s(access), s, self.queue_limit, units=True, unit_count=units)
 
     # ------------------------------------------------------------ power states
     def change_power_state(self, new_state: int) -> Generator[Any, Any, float]:

@@ -67,11 +67,13 @@ class StripedVolume(Volume):
         piece = self.piece(access)
         laws = [d.concurrency(piece) for d in self._unique]
         limits = [law.queue_limit for law in laws if law.queue_limit is not None]
+        counts = [law.unit_count for law in laws if law.unit_count is not None]
         return ConcurrencyLaw(
             qd1_latency_s=max(law.qd1_latency_s for law in laws),
             queue_seconds=max(law.queue_seconds for law in laws),
             queue_limit=min(limits) if limits else None,
             units=all(law.units for law in laws),
+            unit_count=min(counts) if counts else None,
         )
 
     def discard(self, nbytes: float) -> None:
