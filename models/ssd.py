@@ -152,6 +152,23 @@ class SSDSpec(BaseModel):
     endurance_rating_wa: float = Field(
         default=1.0, ge=1, description="WA of the workload the DWPD rating is quoted at (1 for 128K sequential)"
     )
+    # ---- latency distribution (the per-request mode; the means above do not depend on these)
+    read_latency_p99_us: float | None = Field(
+        default=None, gt=0, description="datasheet QoS: 99 % of 4 KiB random reads at QD1 complete within this (None: not published)"
+    )
+    read_latency_p9999_us: float | None = Field(
+        default=None, gt=0, description="datasheet QoS: 99.99 % of 4 KiB random reads at QD1 complete within this (None: not published)"
+    )
+    read_latency_sigma: float | None = Field(
+        default=None, ge=0, le=3,
+        description="log standard deviation of a read's flash-unit time (lognormal, mean kept); `iowatt calibrate` fits it "
+        "from fio clat histograms.  None: from the QoS figures, else simulator.per_request's assumed default",
+    )
+    write_latency_sigma: float | None = Field(
+        default=None, ge=0, le=3,
+        description="log standard deviation of a write's acknowledgement latency (lognormal, mean kept); fitted like "
+        "read_latency_sigma.  None: simulator.per_request's assumed default",
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> SSDSpec:
@@ -326,8 +343,7 @@ def mixed_seconds_per_byte(
 def flash_units(spec: SSDSpec, block_bytes: float) -> float:
     """c, the flash units reads of `block_bytes` spread over: L0 / S of the read law at that block size
     (c = L0 x C units by Little's law, module docstring; models.closed_network for a fractional c)."""
-    service = read_seconds_per_byte(spec, block_bytes) * block_bytes
-    return unloaded_latency_s(spec, block_bytes, False) / service
+    return unloaded_latency_s(spec, block_bytes, False) / read_queue_seconds(spec, block_bytes, 1.0)
 
 
 def read_units(spec: SSDSpec, block_bytes: float, read_share: float) -> float | None:
@@ -384,8 +400,9 @@ def read_queue_seconds(spec: SSDSpec, block_bytes: float, read_share: float, pat
 
     Only reads queue on the units: a write is acknowledged once it is in the drive's power-protected
     buffer (hence QD1 write latencies of 15-21 us, S04/S11) and programmed later, so writes see the
-    program-rate ceiling (the asymptotic bound) but no unit collisions."""
-    return read_share * read_seconds_per_byte(spec, block_bytes, pattern) * block_bytes
+    program-rate ceiling (the asymptotic bound) but no unit collisions.  The time per read is that of the
+    drive's read ceiling, the block-size law or the PCIe link where the link is slower (S = 1 / C)."""
+    return read_share * block_bytes / read_throughput_Bps(spec, block_bytes, pattern)
 
 
 def queue_seconds(

@@ -29,7 +29,7 @@ class Simulation:
     engine_obj: FlowEngine
 
 
-def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
+def energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
     components = {}
     groups: dict[str, float] = {}
     for m in system.engine.meters.values():
@@ -48,6 +48,20 @@ def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
     }
 
 
+def shared_metrics(system: SystemRuntime, workload_metrics: dict[str, float], duration: float) -> tuple[dict[str, float], dict[str, Any]]:
+    """The workload's metrics plus those every run reports (duration, storage and system energy), and the energy report."""
+    energy = energy_report(system, duration)
+    metrics = dict(workload_metrics)
+    metrics["simulated_seconds"] = duration
+    metrics["ssd_energy_J"] = energy["storage_J"]
+    metrics["ssd_energy_Wh"] = energy["storage_J"] / WH
+    metrics["ssd_mean_power_W"] = energy["storage_J"] / duration / len(system.volume.drives) if duration > 0 else 0.0
+    metrics["system_energy_J"] = energy["system_J"]
+    metrics["system_energy_Wh"] = energy["system_J"] / WH
+    metrics["system_mean_power_W"] = energy["system_J"] / duration if duration > 0 else 0.0
+    return metrics, energy
+
+
 def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, record: bool = False) -> Simulation:
     env = simpy.Environment()
     engine = FlowEngine(env, record=record)
@@ -59,15 +73,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
     engine.finish()
     wall = time.perf_counter() - started
     duration = env.now
-    energy = _energy_report(system, duration)
-    metrics = dict(outcome.metrics)
-    metrics["simulated_seconds"] = duration
-    metrics["ssd_energy_J"] = energy["storage_J"]
-    metrics["ssd_energy_Wh"] = energy["storage_J"] / WH
-    metrics["ssd_mean_power_W"] = energy["storage_J"] / duration / len(system.volume.drives) if duration > 0 else 0.0
-    metrics["system_energy_J"] = energy["system_J"]
-    metrics["system_energy_Wh"] = energy["system_J"] / WH
-    metrics["system_mean_power_W"] = energy["system_J"] / duration if duration > 0 else 0.0
+    metrics, energy = shared_metrics(system, outcome.metrics, duration)
     stats = engine.stats
     engine_report = {
         "events": stats.events,

@@ -1,0 +1,101 @@
+"""Closed-loop request sources: streams (fio jobs, gdsio threads, GPU warps) that each keep some requests in flight.
+
+A stream issues its next request the moment one of its requests completes
+(zero think time, as fio and gdsio run), until it has issued its share of
+requests or the deadline passes; completions after the deadline are not
+counted, as fio stops at its runtime.  A link the bytes cross after the drive
+(a GPU's PCIe link for peer-to-peer reads) is a cut-through pacer
+(`LinkPacer`): it carries requests one after the other at its rate, from the
+moment they are issued, so it adds no latency while it keeps up and caps the
+rate at its own when it does not, the fluid model's link constraint.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import simpy
+from simpy.events import Timeout
+
+Submit = Callable[[object, float, bool, Callable[[object], None]], None]
+
+
+class _Request:
+    __slots__ = ("due", "start", "stream", "write")
+
+    def __init__(self, stream: int, write: bool, start: float, due: float) -> None:
+        self.stream = stream
+        self.write = write
+        self.start = start
+        self.due = due  # when its bytes are through the cut-through link (0: no link)
+
+
+class LinkPacer:
+    """A link of `rate_Bps` its requests cross one after the other, overlapped with the drive (module docstring)."""
+
+    def __init__(self, rate_Bps: float) -> None:
+        self.rate_Bps = rate_Bps
+        self.free_at = 0.0
+
+    def reserve(self, now: float, size: float) -> float:
+        self.free_at = max(now, self.free_at) + size / self.rate_Bps
+        return self.free_at
+
+
+@dataclass
+class Streams:
+    """Streams of `depths[i]` requests in flight, each issuing at most `requests[i]` requests of `block_bytes`."""
+
+    env: simpy.Environment
+    submit: Submit
+    block_bytes: float
+    depths: list[int]
+    requests: list[float]  # math.inf: until the deadline
+    read_share: float
+    draw: random.Random
+    deadline: float = math.inf
+    link: LinkPacer | None = None
+    latencies: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
+    stream_end: list[float] = field(default_factory=list)
+    events: int = 0
+
+    def run(self) -> None:
+        self.stream_end = [0.0] * len(self.depths)
+        for stream, depth in enumerate(self.depths):
+            for _ in range(int(min(depth, self.requests[stream]))):
+                self._issue(stream)
+        self.env.run(until=None if math.isinf(self.deadline) else self.deadline)
+
+    def _issue(self, stream: int) -> None:
+        self.requests[stream] -= 1
+        rs = self.read_share
+        write = rs < 1.0 and (rs <= 0.0 or self.draw.random() >= rs)
+        now = self.env._now
+        due = self.link.reserve(now, self.block_bytes) if self.link is not None else 0.0
+        self.submit(_Request(stream, write, now, due), self.block_bytes, write, self._finished)
+
+    def _finished(self, request: object) -> None:
+        r: _Request = request  # type: ignore[assignment]
+        now = self.env._now
+        if r.due > now:  # its bytes are still on the link
+            wait = Timeout(self.env, r.due - now, r)
+            wait.callbacks.append(lambda event: self._count(event._value))  # type: ignore[union-attr]
+            self.events += 1
+            return
+        self._count(r)
+
+    def _count(self, r: _Request) -> None:
+        now = self.env._now
+        if now > self.deadline:
+            return
+        self.latencies[r.write].append(now - r.start)
+        self.stream_end[r.stream] = now
+        if self.requests[r.stream] > 0:
+            self._issue(r.stream)
+
+    @property
+    def completed(self) -> int:
+        return len(self.latencies[0]) + len(self.latencies[1])

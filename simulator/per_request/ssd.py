@@ -1,0 +1,176 @@
+"""One SSD, one request at a time: flash units for reads, a write buffer drained by programs, GC pauses.
+
+Everything is read from the drive's runtime (simulator.storage.ssd) through
+the storage contract, so both modes share one law:
+
+Reads.  `drive.concurrency(access)` gives L0, S and c (the concurrency law,
+models.ssd / models.closed_network).  A read goes to one of the c units
+(units.py) and holds it for L0 x F, F the lognormal spread of latency.py;
+c units of L0 each serve 1 / S reads per second, and processor sharing
+keeps the mean exactly the law's.
+
+Writes.  A write is acknowledged from the power-protected buffer after the
+drive's QD1 write latency (x F) once the buffer has room for it, and its
+program goes to a unit, where it runs only while the unit holds no read
+(units.py).  A program costs the drive's time per written request from its
+usage, max(media, write path, PCIe link, power cap) seconds, i.e. c times
+that on one unit.  Until the buffer fills, writes run at N / L0 (the
+asymptotic bound of the fluid law); once it is full they run at the program
+rate, the fluid model's write ceiling.  WRITE_BUFFER_BYTES only sets how
+fast the buffer fills and how sharp that knee is, not the rates.
+
+Garbage collection.  On a drive where GC runs (filled or past its first
+pass, random writes), part of each write's program time is the relocation
+GC does for it: (WA - WA_fresh) / WA of it (models.ssd.write_amplification).
+That part is not spread over the programs but paid in rounds: after every
+GC_ROUND_BYTES of host writes each unit stops for the relocation those
+writes owe, a pause of ~GC_ROUND_BYTES / block x the per-write GC time.
+The mean is unchanged; the pauses fill the buffer and give writes their
+tail.  Reads suspend GC like any program.
+
+The drive's state (fill, pSLC cache, GC) is read once when the run starts:
+per-request runs are short (simulator.per_request.budget), a small fraction
+of a drive's capacity, so the state moves little during one.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+from iowatt.models.ssd import write_amplification
+from iowatt.simulator.per_request.energy import Joules, Ledger, joules_per_request
+from iowatt.simulator.per_request.latency import Factors, read_sigma, write_sigma
+from iowatt.simulator.per_request.units import FlashUnits
+from iowatt.simulator.storage import Access, Usage
+from iowatt.simulator.storage.contract import Pattern
+from iowatt.simulator.storage.ssd import SsdDrive
+from simpy.events import Timeout
+
+Done = Callable[[object], None]
+
+# assumed: enterprise NVMe drives hold acknowledged writes in DRAM that their hold-up capacitors can flush on
+# power loss, a few MiB; only the time to fill it and the sharpness of the write knee depend on the size
+WRITE_BUFFER_BYTES = 8 * 2**20
+# assumed: one GC round relocates the valid data of one erase block per flash unit; tens of MiB of host writes
+# separate rounds on TLC/QLC drives (erase blocks of ~16-64 MiB); only the length of the pauses depends on it
+GC_ROUND_BYTES = 32 * 2**20
+
+
+def _per_request_seconds(usage: Usage, request_bytes: float) -> float:
+    """The drive time one request needs: its busiest constraint, coefficient x bytes / capacity."""
+    worst = 0.0
+    for constraint, coefficient in usage:
+        if 0.0 < constraint.capacity < math.inf:
+            worst = max(worst, coefficient * request_bytes / constraint.capacity)
+    return worst
+
+
+class SsdRequests:
+    """One SSD of a volume in the per-request mode (module docstring)."""
+
+    def __init__(self, env: simpy.Environment, drive: SsdDrive, piece_bytes: float, pattern: Pattern, overwrite: bool,
+                 rng: np.random.Generator, draw: random.Random, ledger: Ledger) -> None:
+        self.env = env
+        self.drive = drive
+        self.draw = draw
+        self.ledger = ledger
+        self.pattern = pattern
+        self.overwrite = overwrite
+        read = Access("read", piece_bytes, pattern)
+        law = drive.concurrency(read)
+        self.units = FlashUnits(env, law.unit_count or law.qd1_latency_s / law.queue_seconds)
+        sigma_r, self.read_sigma_source = read_sigma(drive.spec)
+        sigma_w, self.write_sigma_source = write_sigma(drive.spec)
+        self.read_spread = Factors(rng, sigma_r)
+        self.write_spread = Factors(rng, sigma_w)
+        self.sigmas = (sigma_r, sigma_w)
+        self._classes: dict[tuple[bool, float], tuple[float, float, float, Joules]] = {}
+        self.buffer_used = 0.0
+        self.waiting: deque[tuple[object, float, Done]] = deque()
+        self.gc_owed_s = 0.0  # GC drive time the writes since the last round owe
+        self.gc_bytes = 0.0
+        self.gc_rounds = 0
+
+    # ------------------------------------------------------------ request classes
+    def _class(self, write: bool, size: float) -> tuple[float, float, float, Joules]:
+        """(latency or ack seconds, program seconds per request, of which GC, joules) for requests of `size`."""
+        key = (write, size)
+        known = self._classes.get(key)
+        if known is not None:
+            return known
+        access = Access("write" if write else "read", size, self.pattern, 1.0, overwrite=self.overwrite and write)
+        usage = self.drive.usage(access)
+        joules = joules_per_request(usage, size)
+        latency = self.drive.qd1_latency_s(access)
+        if not write:
+            law = self.drive.concurrency(access)
+            # c units x S each = L0 (the law has no delay for reads); the unit time is what the law queues
+            made = (self.units.c * law.queue_seconds, 0.0, 0.0, joules)
+        else:
+            program = _per_request_seconds(usage, size)
+            gc = 0.0
+            if self.drive.gc_active and (self.overwrite or self.pattern == "rand"):
+                wa = write_amplification(self.drive.spec, size, self.pattern, True, self.drive.fill)
+                fresh = write_amplification(self.drive.spec, size, self.pattern, False, self.drive.fill)
+                gc = program * max(0.0, 1.0 - fresh / wa) if wa > 0 else 0.0
+            made = (latency, program, gc, joules)
+        self._classes[key] = made
+        return made
+
+    # ------------------------------------------------------------ requests
+    def submit(self, request: object, size: float, write: bool, done: Done) -> None:
+        latency, program, gc, joules = self._class(write, size)
+        self.ledger.add(joules)
+        if not write:
+            self.units.read(self.units.pick(self.draw.random()), latency * self.read_spread.next(), request, done)
+            return
+        if self.drive.spec.writes_queue:  # no buffer (a virtual disk): writes queue on the units like reads
+            self.units.read(self.units.pick(self.draw.random()), self.units.c * program * self.write_spread.next(), request, done)
+            return
+        if self.buffer_used + size > WRITE_BUFFER_BYTES and self.buffer_used > 0.0:
+            self.waiting.append((request, size, done))
+            return
+        self._admit(request, size, done, latency, program, gc)
+
+    def _admit(self, request: object, size: float, done: Done, latency: float, program: float, gc: float) -> None:
+        self.buffer_used += size
+        ack = Timeout(self.env, latency * self.write_spread.next(), request)
+        ack.callbacks.append(lambda event, done=done: done(event._value))  # type: ignore[union-attr]
+        self.units.timeouts += 1
+        self.units.program(self.units.pick(self.draw.random()), self.units.c * (program - gc), size, self._programmed)
+        if gc > 0.0:
+            self.gc_owed_s += gc
+            self.gc_bytes += size
+            if self.gc_bytes >= GC_ROUND_BYTES:
+                self._gc_round()
+
+    def _gc_round(self) -> None:
+        """Every unit relocates what the writes since the last round owe (c x owed unit-seconds in all)."""
+        c = self.units.c
+        for index in range(len(self.units.units)):
+            share = min(1.0, c - index)  # a full unit's share is one; the partial unit's its fraction
+            self.units.program(index, self.gc_owed_s * share, 0.0, _nothing)
+        self.gc_rounds += 1
+        self.gc_owed_s = 0.0
+        self.gc_bytes = 0.0
+
+    def _programmed(self, size: object) -> None:
+        self.buffer_used -= float(size)  # type: ignore[arg-type]
+        while self.waiting and (self.buffer_used + self.waiting[0][1] <= WRITE_BUFFER_BYTES or self.buffer_used <= 0.0):
+            request, nbytes, done = self.waiting.popleft()
+            latency, program, gc, _joules = self._class(True, nbytes)
+            self._admit(request, nbytes, done, latency, program, gc)
+
+    def report(self) -> dict[str, float | str]:
+        return {"flash_units": self.units.c, "read_sigma": self.sigmas[0], "write_sigma": self.sigmas[1],
+                "read_sigma_source": self.read_sigma_source, "write_sigma_source": self.write_sigma_source,
+                "gc_rounds": float(self.gc_rounds)}
+
+
+def _nothing(_request: object) -> None:
+    return None
