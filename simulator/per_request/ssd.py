@@ -142,7 +142,7 @@ class SsdRequests:
         ack = Timeout(self.env, latency * self.write_spread.next(), request)
         ack.callbacks.append(lambda event, done=done: done(event._value))  # type: ignore[union-attr]
         self.units.timeouts += 1
-        self.units.program(self.units.pick(self.draw.random()), self.units.c * (program - gc), size, self._programmed)
+        self.units.program(self.units.c * (program - gc), size, self._programmed)
         if gc > 0.0:
             self.gc_owed_s += gc
             self.gc_bytes += size
@@ -151,10 +151,8 @@ class SsdRequests:
 
     def _gc_round(self) -> None:
         """Every unit relocates what the writes since the last round owe (c x owed unit-seconds in all)."""
-        c = self.units.c
-        for index in range(len(self.units.units)):
-            share = min(1.0, c - index)  # a full unit's share is one; the partial unit's its fraction
-            self.units.program(index, self.gc_owed_s * share, 0.0, _nothing)
+        for index, unit in enumerate(self.units.units):
+            self.units.relocate(index, self.gc_owed_s * unit.speed)  # the partial unit owes its fraction
         self.gc_rounds += 1
         self.gc_owed_s = 0.0
         self.gc_bytes = 0.0
@@ -170,7 +168,3 @@ class SsdRequests:
         return {"flash_units": self.units.c, "read_sigma": self.sigmas[0], "write_sigma": self.sigmas[1],
                 "read_sigma_source": self.read_sigma_source, "write_sigma_source": self.write_sigma_source,
                 "gc_rounds": float(self.gc_rounds)}
-
-
-def _nothing(_request: object) -> None:
-    return None

@@ -1,41 +1,47 @@
-"""An SSD's flash units, one request at a time: processor-sharing servers with reads before programs.
+"""An SSD's flash units, one request at a time: processor sharing for reads, programs in read-idle time.
 
-c units (models.closed_network: floor(c) full units and a partial one): a
-request goes to unit floor(U x c), U uniform, so a full unit takes a share
-1 / c of the requests and the partial unit the rest, (c - floor(c)) / c.
-Each unit is a processor-sharing server: the k reads it holds progress at
-1 / k of its speed each (multi-plane reads and interleaved channel transfers
-share a die's time).  Processor sharing with random routing is product-form
-for any service-time distribution (Baskett, Chandy, Muntz & Palacios 1975),
-so the mean throughput is exactly models.closed_network's law whatever the
-spread of the service times: their distribution can follow the datasheet
-tail without moving the mean.
+c units (models.closed_network: floor(c) full units and a partial one).
+A read goes to the unit its address maps to, unit floor(U x c) for a uniform
+U, so a full unit takes a share 1 / c of the reads and the partial unit the
+rest, (c - floor(c)) / c.  The k reads a unit holds share it, each at 1 / k of
+its speed (processor sharing: multi-plane reads and interleaved channel
+transfers share a die's time).  Processor sharing with random routing is
+product-form for any service-time distribution (Baskett, Chandy, Muntz &
+Palacios 1975), so the mean throughput is exactly models.closed_network's law
+whatever the spread of the service times: their distribution can follow the
+datasheet tail without moving the mean.
 
-Programs (the write buffer's drain and garbage collection) run on the same
-units but only while a unit holds no read: reads suspend programs (NAND
-program suspend), so reads see the law of the reads alone while programs
-take the units' idle time, and together they never exceed the units' time
-(the fluid model's shared media constraint, r x t_r + w x t_w <= 1).
+Programs (the write buffer's drain) are not bound to an address: the FTL
+writes wherever a die is free, so they wait in one queue and the next free
+unit takes the next, one program per unit at a time (the partial unit at its
+fraction of a unit's speed).  A read suspends the program of its unit (NAND
+program suspend) until the unit holds no read, so reads see the law of the
+reads alone while programs take the units' idle time, and together they never
+exceed the units' time (the fluid model's shared media constraint,
+r x t_r + w x t_w <= 1).  Garbage-collection work is a unit's own (`relocate`):
+a unit relocates before it takes host programs again.
 
 The units are callbacks on SimPy timeouts, not generator processes: one
-timeout per completion (plus one that is dropped each time a unit's
-sharing changes before its next completion), which is what makes the mode
-fast enough to referee the fluid model.
+timeout per completion (plus one that is dropped whenever a unit's sharing
+changes before its planned completion), which is what makes the mode fast
+enough to referee the fluid model.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 
 import simpy
 from simpy.events import Timeout
 
 Done = Callable[[object], None]
+Job = tuple[float, object, Done]  # (work seconds at full speed, request, callback)
 
 
 def _first(held: list[tuple[float, object, Done]]) -> int:
-    """Index of the request with the smallest finish tag (lists are a few long)."""
+    """Index of the read with the smallest finish tag (lists are a few long)."""
     best, tag = 0, held[0][0]
     for i in range(1, len(held)):
         if held[i][0] < tag:
@@ -44,19 +50,21 @@ def _first(held: list[tuple[float, object, Done]]) -> int:
 
 
 class _Unit:
-    __slots__ = ("gen", "last", "progs", "reads", "v_prog", "v_read")
+    __slots__ = ("gc", "gen", "last", "prog", "prog_left", "reads", "speed", "v_read")
 
-    def __init__(self) -> None:
+    def __init__(self, speed: float) -> None:
         self.reads: list[tuple[float, object, Done]] = []  # (virtual finish tag, request, callback)
-        self.progs: list[tuple[float, object, Done]] = []
-        self.v_read = 0.0  # virtual time: work each read held here has received
-        self.v_prog = 0.0
+        self.v_read = 0.0  # virtual time: the work each read held here has received
+        self.prog: Job | None = None  # the program this unit runs (suspended while it holds reads)
+        self.prog_left = 0.0  # its remaining work at full speed
+        self.gc: deque[Job] = deque()  # relocation work of this unit's own
+        self.speed = speed  # 1, or the partial unit's fraction (for programs)
         self.last = 0.0
         self.gen = 0  # bumped at every reschedule; a timeout carrying an older value is stale
 
 
 class FlashUnits:
-    """c processor-sharing units with random routing, reads before programs (module docstring)."""
+    """c flash units: reads by address with processor sharing, programs from one queue in read-idle time."""
 
     def __init__(self, env: simpy.Environment, units: float) -> None:
         if not units > 0.0:
@@ -64,50 +72,79 @@ class FlashUnits:
         self.env = env
         self.c = float(units)
         whole = math.floor(self.c)
-        self.units = [_Unit() for _ in range(whole + (1 if self.c - whole > 1e-9 else 0))]
+        part = self.c - whole
+        self.units = [_Unit(1.0) for _ in range(whole)] + ([_Unit(part)] if part > 1e-9 else [])
+        self.queue: deque[Job] = deque()  # host programs waiting for a free unit
+        self.idle: set[int] = set(range(len(self.units)))  # units with no read and no program
         self.timeouts = 0  # SimPy events scheduled (for the event count)
 
     def pick(self, uniform: float) -> int:
-        """The unit a request with the uniform draw `uniform` maps to."""
+        """The unit a read with the uniform draw `uniform` maps to."""
         return min(int(uniform * self.c), len(self.units) - 1)
 
     # ------------------------------------------------------------ arrivals
-    def read(self, unit_index: int, work_s: float, request: object, done: Done) -> None:
-        unit = self.units[unit_index]
-        now = self.env._now
-        self._advance(unit, now)
+    def read(self, index: int, work_s: float, request: object, done: Done) -> None:
+        unit = self.units[index]
+        self._advance(unit, self.env._now)
         unit.reads.append((unit.v_read + work_s, request, done))
-        self._schedule(unit, unit_index)
+        self.idle.discard(index)
+        self._schedule(unit, index)
 
-    def program(self, unit_index: int, work_s: float, request: object, done: Done) -> None:
-        unit = self.units[unit_index]
-        now = self.env._now
-        self._advance(unit, now)
-        unit.progs.append((unit.v_prog + work_s, request, done))
-        if not unit.reads:
-            self._schedule(unit, unit_index)
+    def program(self, work_s: float, request: object, done: Done) -> None:
+        """A host program: the next free unit takes it (FIFO)."""
+        if self.idle:
+            index = self.idle.pop()
+            self._start(self.units[index], index, (work_s, request, done))
+        else:
+            self.queue.append((work_s, request, done))
 
-    # ------------------------------------------------------------ processor sharing
+    def relocate(self, index: int, work_s: float) -> None:
+        """Garbage-collection work for unit `index`: it runs before the unit takes host programs again."""
+        unit = self.units[index]
+        unit.gc.append((work_s, None, _nothing))
+        if index in self.idle:
+            self.idle.discard(index)
+            self._advance(unit, self.env._now)
+            self._next_program(unit, index)
+
+    # ------------------------------------------------------------ service
     @staticmethod
     def _advance(unit: _Unit, now: float) -> None:
         elapsed = now - unit.last
         if elapsed > 0.0:
             if unit.reads:
                 unit.v_read += elapsed / len(unit.reads)
-            elif unit.progs:
-                unit.v_prog += elapsed / len(unit.progs)
+            elif unit.prog is not None:
+                unit.prog_left -= elapsed * unit.speed
         unit.last = now
+
+    def _start(self, unit: _Unit, index: int, job: Job) -> None:
+        self._advance(unit, self.env._now)
+        unit.prog = job
+        unit.prog_left = job[0]
+        self._schedule(unit, index)
+
+    def _next_program(self, unit: _Unit, index: int) -> None:
+        """A unit free of reads and programs takes its own GC work, else the next host program, else idles."""
+        if unit.gc:
+            self._start(unit, index, unit.gc.popleft())
+        elif self.queue:
+            self._start(unit, index, self.queue.popleft())
+        else:
+            self.idle.add(index)
 
     def _schedule(self, unit: _Unit, index: int) -> None:
         unit.gen += 1
-        if unit.reads:
-            held, virtual = unit.reads, unit.v_read
-        elif unit.progs:
-            held, virtual = unit.progs, unit.v_prog
+        reads = unit.reads
+        if reads:
+            n = len(reads)
+            tag = reads[0][0] if n == 1 else reads[_first(reads)][0]
+            delay = (tag - unit.v_read) * n
+        elif unit.prog is not None:
+            delay = unit.prog_left / unit.speed
         else:
             return
-        tag = held[0][0] if len(held) == 1 else held[_first(held)][0]
-        timer = Timeout(self.env, max(0.0, (tag - virtual) * len(held)), (index, unit.gen))
+        timer = Timeout(self.env, delay if delay > 0.0 else 0.0, (index, unit.gen))
         timer.callbacks.append(self._fire)  # type: ignore[union-attr]
         self.timeouts += 1
 
@@ -117,14 +154,22 @@ class FlashUnits:
         if gen != unit.gen:
             return  # the unit's sharing changed since this completion was planned
         self._advance(unit, self.env._now)
-        held = unit.reads if unit.reads else unit.progs
-        position = 0 if len(held) == 1 else _first(held)
-        tag, request, done = held.pop(position)
-        if held is unit.reads:
-            unit.v_read = tag  # snap to the finished request's tag (no drift from rounding)
-        else:
-            unit.v_prog = tag
         before = unit.gen
+        if unit.reads:
+            reads = unit.reads
+            tag, request, done = reads.pop(0 if len(reads) == 1 else _first(reads))
+            unit.v_read = tag  # snap to the finished read's tag (no drift from rounding)
+        else:
+            _work, request, done = unit.prog  # type: ignore[misc]
+            unit.prog = None
         done(request)
-        if unit.gen == before:  # the callback sent nothing to this unit: plan its next completion
+        if unit.gen != before:
+            return  # the callback sent a read here and planned the unit's next completion
+        if not unit.reads and unit.prog is None:
+            self._next_program(unit, index)
+        else:
             self._schedule(unit, index)
+
+
+def _nothing(_request: object) -> None:
+    return None
