@@ -29,10 +29,17 @@ def joules_per_request(usage: Usage, request_bytes: float) -> Joules:
 
 
 class Ledger:
-    """Joules requests added per meter, and the extra power some phases draw (a GPU busy in a phase)."""
+    """Joules the requests added per meter: devices count their requests per class and hand the counts in at the end."""
 
     def __init__(self) -> None:
         self.joules: dict[int, list[Meter | float]] = {}
+        self.counters: list[dict[object, list[Joules | int]]] = []
+
+    def counter(self) -> dict[object, list[Joules | int]]:
+        """A device's own table {request class: [joules per request, requests]}, summed when the ledger closes."""
+        table: dict[object, list[Joules | int]] = {}
+        self.counters.append(table)
+        return table
 
     def add(self, costs: Joules, count: float = 1.0) -> None:
         for meter, joules in costs:
@@ -44,6 +51,10 @@ class Ledger:
 
     def close(self, engine: FlowEngine, duration_s: float) -> None:
         """Every meter's energy: idle (and extra) power over the run plus what the requests added."""
+        for table in self.counters:
+            for costs, count in table.values():
+                self.add(costs, float(count))  # type: ignore[arg-type]
+            table.clear()
         for meter in engine.meters.values():
             added = self.joules.get(id(meter))
             dynamic = float(added[1]) if added is not None else 0.0  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ import numpy as np
 import simpy
 from iowatt.models import hdd as hdd_model
 from iowatt.models.links import link_payload_Bps
-from iowatt.simulator.per_request.energy import Joules, Ledger, joules_per_request
+from iowatt.simulator.per_request.energy import Ledger, joules_per_request
 from iowatt.simulator.storage import Access
 from iowatt.simulator.storage.contract import Pattern
 from iowatt.simulator.storage.hdd import HddDrive
@@ -85,7 +85,7 @@ class HddRequests:
         self.drive = drive
         self.pattern = pattern
         self.draw = draw
-        self.ledger = ledger
+        self.tally = ledger.counter()  # {request class: [joules per request, requests]}
         spec = drive.spec
         self.limit = drive.queue_limit or 1 << 30
         self.overhead_s = spec.command_overhead_ms / 1e3
@@ -94,15 +94,14 @@ class HddRequests:
         self.held: list[tuple[object, float, bool, Done]] = []
         self.busy = False
         self.timeouts = 0
-        self._joules: dict[tuple[bool, float], Joules] = {}
 
     def submit(self, request: object, size: float, write: bool, done: Done) -> None:
         key = (write, size)
-        joules = self._joules.get(key)
-        if joules is None:
+        tally = self.tally.get(key)
+        if tally is None:
             access = Access("write" if write else "read", size, self.pattern, 1.0)
-            joules = self._joules[key] = joules_per_request(self.drive.usage(access), size)
-        self.ledger.add(joules)
+            tally = self.tally[key] = [joules_per_request(self.drive.usage(access), size), 0]
+        tally[1] += 1  # type: ignore[operator]
         self.held.append((request, size, write, done))
         if not self.busy:
             self._start()

@@ -75,7 +75,7 @@ class Streams:
         write = rs < 1.0 and (rs <= 0.0 or self.draw.random() >= rs)
         now = self.env._now
         due = self.link.reserve(now, self.block_bytes) if self.link is not None else 0.0
-        self.submit(_Request(stream, write, now, due), self.block_bytes, write, self._finished)
+        self.submit(_Request(stream, write, now, due), self.block_bytes, write, self._count if self.link is None else self._finished)
 
     def _finished(self, request: object) -> None:
         r: _Request = request  # type: ignore[assignment]
@@ -87,7 +87,8 @@ class Streams:
             return
         self._count(r)
 
-    def _count(self, r: _Request) -> None:
+    def _count(self, request: object) -> None:
+        r: _Request = request  # type: ignore[assignment]
         now = self.env._now
         if now > self.deadline:
             return

@@ -78,18 +78,19 @@ class SsdRequests:
         self.env = env
         self.drive = drive
         self.draw = draw
-        self.ledger = ledger
+        self.tally = ledger.counter()  # {request class: [joules per request, requests]}
         self.pattern = pattern
         self.overwrite = overwrite
         read = Access("read", piece_bytes, pattern)
         law = drive.concurrency(read)
         self.units = FlashUnits(env, law.unit_count or law.qd1_latency_s / law.queue_seconds)
+        self.last_unit = len(self.units.units) - 1
         sigma_r, self.read_sigma_source = read_sigma(drive.spec)
         sigma_w, self.write_sigma_source = write_sigma(drive.spec)
         self.read_spread = Factors(rng, sigma_r)
         self.write_spread = Factors(rng, sigma_w)
         self.sigmas = (sigma_r, sigma_w)
-        self._classes: dict[tuple[bool, float], tuple[float, float, float, Joules]] = {}
+        self._classes: dict[tuple[bool, float], tuple[float, float, float, list[Joules | int]]] = {}
         self.buffer_used = 0.0
         self.waiting: deque[tuple[object, float, Done]] = deque()
         self.gc_owed_s = 0.0  # GC drive time the writes since the last round owe
@@ -97,20 +98,21 @@ class SsdRequests:
         self.gc_rounds = 0
 
     # ------------------------------------------------------------ request classes
-    def _class(self, write: bool, size: float) -> tuple[float, float, float, Joules]:
-        """(latency or ack seconds, program seconds per request, of which GC, joules) for requests of `size`."""
+    def _class(self, write: bool, size: float) -> tuple[float, float, float, list[Joules | int]]:
+        """(latency or ack seconds, program seconds per request, of which GC, [joules, count]) for requests of `size`."""
         key = (write, size)
         known = self._classes.get(key)
         if known is not None:
             return known
         access = Access("write" if write else "read", size, self.pattern, 1.0, overwrite=self.overwrite and write)
         usage = self.drive.usage(access)
-        joules = joules_per_request(usage, size)
+        tally: list[Joules | int] = [joules_per_request(usage, size), 0]
+        self.tally[key] = tally
         latency = self.drive.qd1_latency_s(access)
         if not write:
             law = self.drive.concurrency(access)
             # c units x S each = L0 (the law has no delay for reads); the unit time is what the law queues
-            made = (self.units.c * law.queue_seconds, 0.0, 0.0, joules)
+            made = (self.units.c * law.queue_seconds, 0.0, 0.0, tally)
         else:
             program = _per_request_seconds(usage, size)
             gc = 0.0
@@ -118,16 +120,19 @@ class SsdRequests:
                 wa = write_amplification(self.drive.spec, size, self.pattern, True, self.drive.fill)
                 fresh = write_amplification(self.drive.spec, size, self.pattern, False, self.drive.fill)
                 gc = program * max(0.0, 1.0 - fresh / wa) if wa > 0 else 0.0
-            made = (latency, program, gc, joules)
+            made = (latency, program, gc, tally)
         self._classes[key] = made
         return made
 
     # ------------------------------------------------------------ requests
     def submit(self, request: object, size: float, write: bool, done: Done) -> None:
-        latency, program, gc, joules = self._class(write, size)
-        self.ledger.add(joules)
+        made = self._classes.get((write, size))
+        latency, program, gc, tally = made if made is not None else self._class(write, size)
+        tally[1] += 1  # type: ignore[operator]
         if not write:
-            self.units.read(self.units.pick(self.draw.random()), latency * self.read_spread.next(), request, done)
+            units = self.units
+            index = int(self.draw.random() * units.c)  # the unit the read's address maps to (units.pick, inlined)
+            units.read(index if index < self.last_unit else self.last_unit, latency * self.read_spread.next(), request, done)
             return
         if self.drive.spec.writes_queue:  # no buffer (a virtual disk): writes queue on the units like reads
             self.units.read(self.units.pick(self.draw.random()), self.units.c * program * self.write_spread.next(), request, done)
@@ -161,7 +166,7 @@ class SsdRequests:
         self.buffer_used -= float(size)  # type: ignore[arg-type]
         while self.waiting and (self.buffer_used + self.waiting[0][1] <= WRITE_BUFFER_BYTES or self.buffer_used <= 0.0):
             request, nbytes, done = self.waiting.popleft()
-            latency, program, gc, _joules = self._class(True, nbytes)
+            latency, program, gc, _tally = self._class(True, nbytes)
             self._admit(request, nbytes, done, latency, program, gc)
 
     def report(self) -> dict[str, float | str]:

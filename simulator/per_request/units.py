@@ -85,9 +85,19 @@ class FlashUnits:
     # ------------------------------------------------------------ arrivals
     def read(self, index: int, work_s: float, request: object, done: Done) -> None:
         unit = self.units[index]
-        self._advance(unit, self.env._now)
+        now = self.env._now
+        if not unit.reads and unit.prog is None:  # an idle unit (the usual case below the knee): one timeout
+            self.idle.discard(index)
+            unit.v_read = 0.0
+            unit.last = now
+            unit.reads.append((work_s, request, done))
+            unit.gen += 1
+            timer = Timeout(self.env, work_s, (index, unit.gen))
+            timer.callbacks.append(self._fire)  # type: ignore[union-attr]
+            self.timeouts += 1
+            return
+        self._advance(unit, now)
         unit.reads.append((unit.v_read + work_s, request, done))
-        self.idle.discard(index)
         self._schedule(unit, index)
 
     def program(self, work_s: float, request: object, done: Done) -> None:
@@ -153,11 +163,22 @@ class FlashUnits:
         unit = self.units[index]
         if gen != unit.gen:
             return  # the unit's sharing changed since this completion was planned
+        reads = unit.reads
+        if len(reads) == 1:  # alone on its unit: no sharing to account for
+            tag, request, done = reads.pop()
+            unit.last = self.env._now
+            before = unit.gen
+            done(request)
+            if unit.gen == before:
+                if unit.prog is None:
+                    self._next_program(unit, index)
+                else:
+                    self._schedule(unit, index)
+            return
         self._advance(unit, self.env._now)
         before = unit.gen
-        if unit.reads:
-            reads = unit.reads
-            tag, request, done = reads.pop(0 if len(reads) == 1 else _first(reads))
+        if reads:
+            tag, request, done = reads.pop(_first(reads))
             unit.v_read = tag  # snap to the finished read's tag (no drift from rounding)
         else:
             _work, request, done = unit.prog  # type: ignore[misc]

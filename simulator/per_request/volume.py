@@ -88,10 +88,10 @@ class StripedRequests:
             else:
                 raise WorkloadConfigError(f"--mode per-request: drive {drive.name} is neither an SSD nor a hard disk")
 
+        if self.width == 1:  # one drive: requests go straight to it
+            self.submit = self.devices[0].submit  # type: ignore[method-assign]
+
     def submit(self, request: object, size: float, write: bool, done: Done) -> None:
-        if self.width == 1:
-            self.devices[0].submit(request, size, write, done)
-            return
         count, piece = pieces(self.width, size)
         if self.pattern == "seq":
             start = self.next_start
