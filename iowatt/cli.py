@@ -67,6 +67,10 @@ def run(
     output: OutputOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved scenario and stop.")] = False,
     timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
+    mode: Annotated[
+        str, typer.Option("--mode", help="fluid (flows, the default) or per-request (one event per request: fio's latency "
+                          "percentiles and histogram; fio and gds_read)."),
+    ] = "fluid",
 ) -> None:
     """Run one scenario and print its metrics and energy."""
     from iowatt.output import choose_format, write_text
@@ -84,11 +88,16 @@ def run(
         write_text(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False), output)
         return
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    if mode not in ("fluid", "per-request"):
+        raise typer.BadParameter(f"expected fluid or per-request, found {mode!r}", param_hint="--mode")
     from iowatt.scenarios.run import run_scenario
     from iowatt.simulator import report
 
-    document, sim = run_scenario(loaded)
-    if timing:
+    document, sim = run_scenario(loaded, mode=mode)  # type: ignore[arg-type]
+    if timing and mode == "per-request":
+        print(f"per-request: {sim.wall_seconds * 1e3:.2f} ms wall, {sim.engine['requests']} requests, {sim.engine['events']} events",
+              file=sys.stderr)
+    elif timing:
         print(
             f"engine: {sim.wall_seconds * 1e3:.2f} ms wall, {sim.engine['events']} events, "
             f"{sim.engine['recomputes']} recomputes, {sim.engine['flows']} flows",
