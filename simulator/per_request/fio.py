@@ -45,7 +45,8 @@ def _estimate(ctx: RunContext, params: FioParams, per_job: int | None, runtime: 
     return min(by_size, by_time)
 
 
-def run(ctx: RunContext, params: FioParams) -> Result:
+def run(ctx: RunContext, params: FioParams, ramp_s: float = 0.0) -> Result:
+    """The job (module docstring); `ramp_s` > 0 (time-based runs) leaves the first seconds out, as fio's ramp_time."""
     env, volume = ctx.env, ctx.system.volume
     capacity = float(volume.capacity_bytes)
     size_job = params.size if params.size is not None else capacity
@@ -63,21 +64,21 @@ def run(ctx: RunContext, params: FioParams) -> Result:
     striped = StripedRequests(env, volume, params.bs, params.pattern, params.overwrite, ctx.rng, draw, ledger)
     streams = Streams(env, striped.submit, params.bs, [params.outstanding_per_job] * params.numjobs,
                       [math.inf if per_job is None else float(per_job)] * params.numjobs, params.read_share, draw,
-                      math.inf if runtime is None else runtime)
+                      math.inf if runtime is None else runtime + ramp_s, ramp_s=ramp_s)
     streams.run()
     unfinished = [per_job is None or streams.requests[j] > 0 for j in range(params.numjobs)]
     elapsed = [runtime if runtime is not None and unfinished[j] else streams.stream_end[j] for j in range(params.numjobs)]
-    return _outcome(ctx, params, streams, max(elapsed), ledger, striped, events_estimate)
+    return _outcome(ctx, params, streams, max(elapsed), ramp_s, ledger, striped, events_estimate)
 
 
-def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: float, ledger: Ledger,
+def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: float, ramp_s: float, ledger: Ledger,
              striped: StripedRequests, events_estimate: float) -> Result:
     bs = params.bs
     latencies = streams.latencies
     done = streams.completed
     if runtime <= 0.0 or done == 0:
         raise WorkloadConfigError("workload: the job completed no request (size or runtime too small)")
-    ledger.close(ctx.engine, runtime)
+    ledger.close(ctx.engine, runtime + ramp_s)  # energy over the whole run, ramp included
     metrics: dict[str, float] = {
         "bw_bytes": done * bs / runtime,
         "iops": done / runtime,
@@ -102,8 +103,9 @@ def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: floa
         for p, ns in histogram.percentiles_ns(histogram.counts(array), params.percentile_list).items():
             metrics[f"{name}_clat_{_pct_name(p)}_us"] = ns / 1e3
     storage_J = sum(m.energy_J for m in ctx.engine.meters.values() if m.group == "storage")
-    metrics["storage_energy_per_io_uJ"] = storage_J / done * 1e6
-    metrics["storage_energy_per_GB_J"] = storage_J / (done * bs / 1e9)
+    issued = streams.issued  # the energy counts every request sent, ramp and unfinished ones included
+    metrics["storage_energy_per_io_uJ"] = storage_J / issued * 1e6
+    metrics["storage_energy_per_GB_J"] = storage_J / (issued * bs / 1e9)
     options = {"rw": params.rw, "bs": str(int(bs)), "iodepth": str(params.iodepth), "numjobs": str(params.numjobs),
                "ioengine": params.ioengine, "direct": "1", "rwmixread": f"{params.rwmixread:g}"}
     detail: dict[str, Any] = {
@@ -112,7 +114,7 @@ def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: floa
         "events": {"simpy_timeouts": striped.events + streams.events, "estimated_before_run": events_estimate},
         "latency_distribution": "per request: flash-unit times x lognormal factor (simulator/per_request/latency.py)",
     }
-    return Result(WorkloadOutcome(metrics, detail), runtime, striped.events + streams.events, done)
+    return Result(WorkloadOutcome(metrics, detail), runtime + ramp_s, striped.events + streams.events, done)
 
 
 def _pct_name(p: float) -> str:

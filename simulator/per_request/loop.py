@@ -3,7 +3,7 @@
 A stream issues its next request the moment one of its requests completes
 (zero think time, as fio and gdsio run), until it has issued its share of
 requests or the deadline passes; completions after the deadline are not
-counted, as fio stops at its runtime.  A link the bytes cross after the drive
+counted, as fio stops at its runtime, nor those before a ramp time.  A link the bytes cross after the drive
 (a GPU's PCIe link for peer-to-peer reads) is a cut-through pacer
 (`LinkPacer`): it carries requests one after the other at its rate, from the
 moment they are issued, so it adds no latency while it keeps up and caps the
@@ -58,9 +58,11 @@ class Streams:
     draw: random.Random
     deadline: float = math.inf
     link: LinkPacer | None = None
+    ramp_s: float = 0.0  # completions before this are not counted (fio's ramp_time)
     latencies: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     stream_end: list[float] = field(default_factory=list)
     events: int = 0
+    issued: int = 0  # requests sent to the volume, ramp and unfinished ones included (what the energy counts)
 
     def run(self) -> None:
         self.stream_end = [0.0] * len(self.depths)
@@ -71,6 +73,7 @@ class Streams:
 
     def _issue(self, stream: int) -> None:
         self.requests[stream] -= 1
+        self.issued += 1
         rs = self.read_share
         write = rs < 1.0 and (rs <= 0.0 or self.draw.random() >= rs)
         now = self.env._now
@@ -92,7 +95,8 @@ class Streams:
         now = self.env._now
         if now > self.deadline:
             return
-        self.latencies[r.write].append(now - r.start)
+        if now >= self.ramp_s:
+            self.latencies[r.write].append(now - r.start)
         self.stream_end[r.stream] = now
         if self.requests[r.stream] > 0:
             self._issue(r.stream)

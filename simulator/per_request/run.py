@@ -21,7 +21,8 @@ RUNNERS: dict[str, Callable[[RunContext, BaseModel], Result]] = {
 }
 
 
-def simulate(system_config: SystemConfig, params: BaseModel, seed: int) -> Simulation:
+def simulate(system_config: SystemConfig, params: BaseModel, seed: int, ramp_s: float = 0.0) -> Simulation:
+    """The scenario run request by request; `ramp_s` (fio only) leaves a warm-up out of the rates, as fio's ramp_time."""
     kind = str(params.model_dump().get("kind", ""))
     runner = RUNNERS.get(kind)
     if runner is None:
@@ -33,7 +34,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int) -> Simul
     system = SystemRuntime(engine, system_config)
     ctx = RunContext(env, engine, system, np.random.default_rng(seed))
     started = time.perf_counter()
-    result = runner(ctx, params)
+    result = fio.run(ctx, params, ramp_s) if kind == "fio" else runner(ctx, params)  # type: ignore[arg-type]
     wall = time.perf_counter() - started
     metrics, energy = shared_metrics(system, result.outcome.metrics, result.duration_s)
     report = {"mode": "per-request", "events": result.events, "requests": result.requests,

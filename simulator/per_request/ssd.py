@@ -13,8 +13,8 @@ Writes.  A write is acknowledged from the power-protected buffer after the
 drive's QD1 write latency (x F) once the buffer has room for it, and its
 program goes to a unit, where it runs only while the unit holds no read
 (units.py).  A program costs the drive's time per written request from its
-usage, max(media, write path, PCIe link, power cap) seconds, i.e. c times
-that on one unit.  Until the buffer fills, writes run at N / L0 (the
+usage, max(media, write path, PCIe link, power cap) seconds, i.e. floor(c)
+times that on one of the floor(c) full units.  Until the buffer fills, writes run at N / L0 (the
 asymptotic bound of the fluid law); once it is full they run at the program
 rate, the fluid model's write ceiling.  WRITE_BUFFER_BYTES only sets how
 fast the buffer fills and how sharp that knee is, not the rates.
@@ -147,7 +147,7 @@ class SsdRequests:
         ack = Timeout(self.env, latency * self.write_spread.next(), request)
         ack.callbacks.append(lambda event, done=done: done(event._value))  # type: ignore[union-attr]
         self.units.timeouts += 1
-        self.units.program(self.units.c * (program - gc), size, self._programmed)
+        self.units.program(self.units.writers * (program - gc), size, self._programmed)
         if gc > 0.0:
             self.gc_owed_s += gc
             self.gc_bytes += size
@@ -156,8 +156,8 @@ class SsdRequests:
 
     def _gc_round(self) -> None:
         """Every unit relocates what the writes since the last round owe (c x owed unit-seconds in all)."""
-        for index, unit in enumerate(self.units.units):
-            self.units.relocate(index, self.gc_owed_s * unit.speed)  # the partial unit owes its fraction
+        for index in range(self.units.writers):
+            self.units.relocate(index, self.gc_owed_s)  # writers x owed unit-seconds: the drive time owed
         self.gc_rounds += 1
         self.gc_owed_s = 0.0
         self.gc_bytes = 0.0

@@ -13,13 +13,15 @@ datasheet tail without moving the mean.
 
 Programs (the write buffer's drain) are not bound to an address: the FTL
 writes wherever a die is free, so they wait in one queue and the next free
-unit takes the next, one program per unit at a time (the partial unit at its
-fraction of a unit's speed).  A read suspends the program of its unit (NAND
-program suspend) until the unit holds no read, so reads see the law of the
-reads alone while programs take the units' idle time, and together they never
-exceed the units' time (the fluid model's shared media constraint,
-r x t_r + w x t_w <= 1).  Garbage-collection work is a unit's own (`relocate`):
-a unit relocates before it takes host programs again.
+full unit takes the next, one program per unit at a time (the partial unit,
+a share of the reads' address space, takes none).  A read suspends the
+program of its unit (NAND program suspend) until the unit holds no read, so
+reads see the law of the reads alone while programs take the full units'
+idle time: a full unit is then busy r x S + w x t_w of its time when a
+program costs floor(c) x t_w on it (ssd.py), the fluid model's shared media
+constraint
+r x t_r + w x t_w <= 1.  Garbage-collection work is a unit's own
+(`relocate`): a unit relocates before it takes host programs again.
 
 The units are callbacks on SimPy timeouts, not generator processes: one
 timeout per completion (plus one that is dropped whenever a unit's sharing
@@ -50,15 +52,14 @@ def _first(held: list[tuple[float, object, Done]]) -> int:
 
 
 class _Unit:
-    __slots__ = ("gc", "gen", "last", "prog", "prog_left", "reads", "speed", "v_read")
+    __slots__ = ("gc", "gen", "last", "prog", "prog_left", "reads", "v_read")
 
-    def __init__(self, speed: float) -> None:
+    def __init__(self) -> None:
         self.reads: list[tuple[float, object, Done]] = []  # (virtual finish tag, request, callback)
         self.v_read = 0.0  # virtual time: the work each read held here has received
         self.prog: Job | None = None  # the program this unit runs (suspended while it holds reads)
         self.prog_left = 0.0  # its remaining work at full speed
         self.gc: deque[Job] = deque()  # relocation work of this unit's own
-        self.speed = speed  # 1, or the partial unit's fraction (for programs)
         self.last = 0.0
         self.gen = 0  # bumped at every reschedule; a timeout carrying an older value is stale
 
@@ -73,9 +74,10 @@ class FlashUnits:
         self.c = float(units)
         whole = math.floor(self.c)
         part = self.c - whole
-        self.units = [_Unit(1.0) for _ in range(whole)] + ([_Unit(part)] if part > 1e-9 else [])
+        self.units = [_Unit() for _ in range(whole + (1 if part > 1e-9 else 0))]
+        self.writers = max(1, whole)  # units that take programs: the full ones (the only one when c < 1)
         self.queue: deque[Job] = deque()  # host programs waiting for a free unit
-        self.idle: set[int] = set(range(len(self.units)))  # units with no read and no program
+        self.idle: set[int] = set(range(self.writers))  # program units with no read and no program
         self.timeouts = 0  # SimPy events scheduled (for the event count)
 
     def pick(self, uniform: float) -> int:
@@ -125,7 +127,7 @@ class FlashUnits:
             if unit.reads:
                 unit.v_read += elapsed / len(unit.reads)
             elif unit.prog is not None:
-                unit.prog_left -= elapsed * unit.speed
+                unit.prog_left -= elapsed
         unit.last = now
 
     def _start(self, unit: _Unit, index: int, job: Job) -> None:
@@ -138,6 +140,8 @@ class FlashUnits:
         """A unit free of reads and programs takes its own GC work, else the next host program, else idles."""
         if unit.gc:
             self._start(unit, index, unit.gc.popleft())
+        elif index >= self.writers:
+            return  # the partial unit serves reads only
         elif self.queue:
             self._start(unit, index, self.queue.popleft())
         else:
@@ -151,7 +155,7 @@ class FlashUnits:
             tag = reads[0][0] if n == 1 else reads[_first(reads)][0]
             delay = (tag - unit.v_read) * n
         elif unit.prog is not None:
-            delay = unit.prog_left / unit.speed
+            delay = unit.prog_left
         else:
             return
         timer = Timeout(self.env, delay if delay > 0.0 else 0.0, (index, unit.gen))
