@@ -70,6 +70,16 @@ def _per_request_seconds(usage: Usage, request_bytes: float) -> float:
     return worst
 
 
+class _Held:
+    """A command the drive holds, and whom to tell when it completes."""
+
+    __slots__ = ("done", "request")
+
+    def __init__(self, request: object, done: Done) -> None:
+        self.request = request
+        self.done = done
+
+
 class SsdRequests:
     """One SSD of a volume in the per-request mode (module docstring)."""
 
@@ -91,6 +101,9 @@ class SsdRequests:
         self.write_spread = Factors(rng, sigma_w)
         self.sigmas = (sigma_r, sigma_w)
         self._classes: dict[tuple[bool, float], tuple[float, float, float, list[Joules | int]]] = {}
+        self.limit = drive.queue_limit  # commands the drive holds (None: more than any host keeps outstanding)
+        self.inflight = 0
+        self.host_queue: deque[tuple[object, float, bool, Done]] = deque()
         self.buffer_used = 0.0
         self.waiting: deque[tuple[object, float, Done]] = deque()
         self.gc_owed_s = 0.0  # GC drive time the writes since the last round owe
@@ -126,6 +139,25 @@ class SsdRequests:
 
     # ------------------------------------------------------------ requests
     def submit(self, request: object, size: float, write: bool, done: Done) -> None:
+        """A request (or a piece of one) to this drive; `done(request)` when it completes (a write: when acknowledged)."""
+        if self.limit is None:
+            self._dispatch(request, size, write, done)
+        elif self.inflight >= self.limit:  # the drive holds no more commands (SATA NCQ: 32): wait in the host queue
+            self.host_queue.append((request, size, write, done))
+        else:
+            self.inflight += 1
+            self._dispatch(_Held(request, done), size, write, self._release)
+
+    def _release(self, held: object) -> None:
+        h: _Held = held  # type: ignore[assignment]
+        self.inflight -= 1
+        if self.host_queue:
+            request, size, write, done = self.host_queue.popleft()
+            self.inflight += 1
+            self._dispatch(_Held(request, done), size, write, self._release)
+        h.done(h.request)
+
+    def _dispatch(self, request: object, size: float, write: bool, done: Done) -> None:
         made = self._classes.get((write, size))
         latency, program, gc, tally = made if made is not None else self._class(write, size)
         tally[1] += 1  # type: ignore[operator]
