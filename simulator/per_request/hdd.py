@@ -30,8 +30,7 @@ import numpy as np
 import simpy
 from iowatt.models import hdd as hdd_model
 from iowatt.models.links import link_payload_Bps
-from iowatt.simulator.per_request.energy import Ledger, joules_per_request
-from iowatt.simulator.storage import Access
+from iowatt.simulator.per_request.energy import Joules, Ledger
 from iowatt.simulator.storage.contract import Pattern
 from iowatt.simulator.storage.hdd import HddDrive
 from simpy.events import Timeout
@@ -85,7 +84,11 @@ class HddRequests:
         self.drive = drive
         self.pattern = pattern
         self.draw = draw
-        self.tally = ledger.counter()  # {request class: [joules per request, requests]}
+        spec = drive.spec
+        # the meter's law: (active - idle) power while the actuator is busy (simulator.storage.hdd), per busy second
+        dynamic_W = hdd_model.active_watts(spec, "sequential" if pattern == "seq" else "random") - spec.idle_W
+        self.busy_s: list[Joules | float] = [[(drive.meter, dynamic_W)], 0.0]
+        ledger.counter()["busy"] = self.busy_s  # type: ignore[assignment]
         spec = drive.spec
         self.limit = drive.queue_limit or 1 << 30
         self.overhead_s = spec.command_overhead_ms / 1e3
@@ -96,12 +99,6 @@ class HddRequests:
         self.timeouts = 0
 
     def submit(self, request: object, size: float, write: bool, done: Done) -> None:
-        key = (write, size)
-        tally = self.tally.get(key)
-        if tally is None:
-            access = Access("write" if write else "read", size, self.pattern, 1.0)
-            tally = self.tally[key] = [joules_per_request(self.drive.usage(access), size), 0]
-        tally[1] += 1  # type: ignore[operator]
         self.held.append((request, size, write, done))
         if not self.busy:
             self._start()
@@ -118,6 +115,7 @@ class HddRequests:
         else:
             served = self.held.pop(0 if n == 1 else self.draw.randrange(n))
             service = self.overhead_s + self.positioning.next(n, served[2]) + served[1] / self.rate_Bps
+        self.busy_s[1] += service  # type: ignore[operator]
         timer = Timeout(self.env, service, served)
         timer.callbacks.append(self._finish)  # type: ignore[union-attr]
         self.timeouts += 1
