@@ -34,12 +34,27 @@ class Ledger:
     def __init__(self) -> None:
         self.joules: dict[int, list[Meter | float]] = {}
         self.counters: list[dict[object, list[Joules | int]]] = []
+        self.marked: dict[int, dict[object, float]] = {}
 
     def counter(self) -> dict[object, list[Joules | int]]:
         """A device's own table {request class: [joules per request, requests]}, summed when the ledger closes."""
         table: dict[object, list[Joules | int]] = {}
         self.counters.append(table)
         return table
+
+    def mark(self) -> None:
+        """Remember the counts now: `storage_joules_since_mark` counts from here (a run's ramp is over)."""
+        self.marked = {id(table): {key: float(entry[1]) for key, entry in table.items()} for table in self.counters}  # type: ignore[arg-type]
+
+    def storage_joules_since_mark(self) -> float:
+        """Joules the storage meters' dynamic terms gained since `mark` (since the start when never marked)."""
+        total = 0.0
+        for table in self.counters:
+            before = self.marked.get(id(table), {})
+            for key, (costs, count) in table.items():
+                added = float(count) - before.get(key, 0.0)  # type: ignore[arg-type]
+                total += sum(j for meter, j in costs if meter.group == "storage") * added  # type: ignore[union-attr]
+        return total
 
     def add(self, costs: Joules, count: float = 1.0) -> None:
         for meter, joules in costs:

@@ -64,7 +64,7 @@ def run(ctx: RunContext, params: FioParams, ramp_s: float = 0.0) -> Result:
     striped = StripedRequests(env, volume, params.bs, params.pattern, params.overwrite, ctx.rng, draw, ledger)
     streams = Streams(env, striped.submit, params.bs, [params.outstanding_per_job] * params.numjobs,
                       [math.inf if per_job is None else float(per_job)] * params.numjobs, params.read_share, draw,
-                      math.inf if runtime is None else runtime + ramp_s, ramp_s=ramp_s)
+                      math.inf if runtime is None else runtime + ramp_s, ramp_s=ramp_s, on_ramp=ledger.mark)
     streams.run()
     unfinished = [per_job is None or streams.requests[j] > 0 for j in range(params.numjobs)]
     elapsed = [runtime if runtime is not None and unfinished[j] else streams.stream_end[j] for j in range(params.numjobs)]
@@ -78,7 +78,10 @@ def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: floa
     done = streams.completed
     if runtime <= 0.0 or done == 0:
         raise WorkloadConfigError("workload: the job completed no request (size or runtime too small)")
-    ledger.close(ctx.engine, runtime + ramp_s)  # energy over the whole run, ramp included
+    # energy per I/O over the counted window: what its requests added plus the storage's idle power meanwhile
+    window_J = ledger.storage_joules_since_mark() + runtime * sum(
+        m.idle_W + m.extra_W for m in ctx.engine.meters.values() if m.group == "storage")
+    ledger.close(ctx.engine, runtime + ramp_s)  # the energy report covers the whole run, ramp included
     metrics: dict[str, float] = {
         "bw_bytes": done * bs / runtime,
         "iops": done / runtime,
@@ -102,10 +105,8 @@ def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: floa
         metrics[f"{name}_clat_stddev_us"] = float(array.std()) * 1e6
         for p, ns in histogram.percentiles_ns(histogram.counts(array), params.percentile_list).items():
             metrics[f"{name}_clat_{_pct_name(p)}_us"] = ns / 1e3
-    storage_J = sum(m.energy_J for m in ctx.engine.meters.values() if m.group == "storage")
-    issued = streams.issued  # the energy counts every request sent, ramp and unfinished ones included
-    metrics["storage_energy_per_io_uJ"] = storage_J / issued * 1e6
-    metrics["storage_energy_per_GB_J"] = storage_J / (issued * bs / 1e9)
+    metrics["storage_energy_per_io_uJ"] = window_J / done * 1e6
+    metrics["storage_energy_per_GB_J"] = window_J / (done * bs / 1e9)
     options = {"rw": params.rw, "bs": str(int(bs)), "iodepth": str(params.iodepth), "numjobs": str(params.numjobs),
                "ioengine": params.ioengine, "direct": "1", "rwmixread": f"{params.rwmixread:g}"}
     detail: dict[str, Any] = {

@@ -59,6 +59,7 @@ class Streams:
     deadline: float = math.inf
     link: LinkPacer | None = None
     ramp_s: float = 0.0  # completions before this are not counted (fio's ramp_time)
+    on_ramp: Callable[[], None] | None = None  # called when the ramp is over
     latencies: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     stream_end: list[float] = field(default_factory=list)
     events: int = 0
@@ -66,6 +67,12 @@ class Streams:
 
     def run(self) -> None:
         self.stream_end = [0.0] * len(self.depths)
+        if self.on_ramp is not None:
+            if self.ramp_s > 0.0:
+                mark = Timeout(self.env, self.ramp_s)
+                mark.callbacks.append(lambda _event: self.on_ramp())  # type: ignore[union-attr,misc]
+            else:
+                self.on_ramp()
         for stream, depth in enumerate(self.depths):
             for _ in range(int(min(depth, self.requests[stream]))):
                 self._issue(stream)
