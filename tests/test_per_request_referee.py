@@ -21,7 +21,8 @@ from iowatt.simulator.run import simulate as fluid
 from iowatt.simulator.storage import PAGE_BYTES
 
 TOLERANCE = 0.03
-REQUESTS = 12_000  # per-request sample: the throughput's sampling error is about 1 %
+REQUESTS = 12_000  # per-request sample: the throughput's sampling error is about 1 % on SSDs
+HDD_REQUESTS = 40_000  # a disk's service times spread more (RPO either finds the cheapest command or pays a random one)
 BLOCKS = [2**k for k in range(12, 21)]  # 4 KiB .. 1 MiB
 DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 KINDS = ["randread", "randwrite", "randrw"]
@@ -44,7 +45,7 @@ def compare(device: str, count: int, rw: str, block: int, depth: int, numjobs: i
     """Relative differences (per-request / fluid - 1) of throughput, mean latency and storage energy per byte."""
     scenario = _scenario(device, count, rw, block, depth, numjobs, power_state)
     probe = fluid(scenario.system, scenario.workload.model_copy(update={"runtime": 1.0, "time_based": True}), 1).metrics
-    runtime = REQUESTS / probe["iops"]
+    runtime = (HDD_REQUESTS if device == HDD else REQUESTS) / probe["iops"]
     job = scenario.workload.model_copy(update={"runtime": runtime, "time_based": True})
     steady = fluid(scenario.system, job, 1).metrics
     # writes fill the drives' buffers at the host's pace before they meet the program rate: leave that warm-up out
@@ -89,3 +90,12 @@ def test_fluid_agrees_with_the_per_request_referee(case: tuple[str, int, str, in
 def test_striped_volumes_where_the_fluid_law_is_optimistic(device: str, count: int, block: int, depth: int, measured: float) -> None:
     del measured  # the throughput gap measured when the case was pinned (per-request / fluid - 1)
     assert abs(compare(device, count, "randread", block, depth)["throughput"]) <= TOLERANCE
+
+
+@pytest.mark.xfail(strict=True, reason="gds_read's fluid law is the asymptotic bound threads x io_depth x block / L0 "
+                   "(no queueing at the flash units); per-request measured -35 % at 128 KiB x 4 threads; reported to the lead")
+def test_gdsio_below_the_knee_where_the_fluid_law_is_the_asymptotic_bound() -> None:
+    scenario = load({"name": "gds", "system": {"gpus": {"count": 1, "model": "nvidia-l4"}, "storage": {"device": "solidigm-d5-p5336"}},
+                     "workload": {"kind": "gds_read", "block_size": "128k", "threads": 4, "size_per_thread": "32M"}}, [])
+    sampled = per_request(scenario.system, scenario.workload, 7).metrics["bandwidth_GiB_per_second"]
+    assert sampled == pytest.approx(fluid(scenario.system, scenario.workload, 1).metrics["bandwidth_GiB_per_second"], rel=TOLERANCE)
