@@ -78,14 +78,19 @@ class Streams:
                 self._issue(stream)
         self.env.run(until=None if math.isinf(self.deadline) else self.deadline)
 
-    def _issue(self, stream: int) -> None:
+    def _issue(self, stream: int, request: _Request | None = None) -> None:
+        """Send the stream's next request (reusing the object of the one that just completed)."""
         self.requests[stream] -= 1
         self.issued += 1
         rs = self.read_share
         write = rs < 1.0 and (rs <= 0.0 or self.draw.random() >= rs)
         now = self.env._now
         due = self.link.reserve(now, self.block_bytes) if self.link is not None else 0.0
-        self.submit(_Request(stream, write, now, due), self.block_bytes, write, self._count if self.link is None else self._finished)
+        if request is None:
+            request = _Request(stream, write, now, due)
+        else:
+            request.write, request.start, request.due = write, now, due
+        self.submit(request, self.block_bytes, write, self._count if self.link is None else self._finished)
 
     def _finished(self, request: object) -> None:
         r: _Request = request  # type: ignore[assignment]
@@ -104,9 +109,10 @@ class Streams:
             return
         if now >= self.ramp_s:
             self.latencies[r.write].append(now - r.start)
-        self.stream_end[r.stream] = now
-        if self.requests[r.stream] > 0:
-            self._issue(r.stream)
+        stream = r.stream
+        self.stream_end[stream] = now
+        if self.requests[stream] > 0:
+            self._issue(stream, r)
 
     @property
     def completed(self) -> int:

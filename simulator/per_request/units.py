@@ -174,10 +174,12 @@ class FlashUnits:
             before = unit.gen
             done(request)
             if unit.gen == before:
-                if unit.prog is None:
-                    self._next_program(unit, index)
-                else:
+                if unit.prog is not None:
                     self._schedule(unit, index)
+                elif unit.gc or (self.queue and index < self.writers):
+                    self._next_program(unit, index)
+                elif index < self.writers:
+                    self.idle.add(index)
             return
         self._advance(unit, self.env._now)
         before = unit.gen
