@@ -69,7 +69,7 @@ def run(
     timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
     mode: Annotated[
         str, typer.Option("--mode", help="fluid (flows, the default) or per-request (one event per request: fio's latency "
-                          "percentiles and histogram; fio and gds_read)."),
+                          "percentiles and histogram; fio, gds_read and the GNN feature aggregation)."),
     ] = "fluid",
 ) -> None:
     """Run one scenario and print its metrics and energy."""

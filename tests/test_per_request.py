@@ -153,7 +153,7 @@ def test_too_large_a_scenario_is_refused_with_its_event_count() -> None:
 
 def test_only_the_supported_workloads_and_storage_run() -> None:
     scenario = load("checkpoint_llama405b_8gpu", [])
-    with pytest.raises(WorkloadConfigError, match="per-request: expected a workload of kind fio, gds_read"):
+    with pytest.raises(WorkloadConfigError, match="per-request: expected a workload of kind fio, gds_read, gnn"):
         simulate(scenario.system, scenario.workload, 0)
     raid = load({"name": "r", "system": {"storage": {"kind": "raid", "level": 5, "count": 4, "device": "micron-7450-pro"}},
                  "workload": {"kind": "fio", "rw": "randread", "size": "1G"}}, [])
@@ -180,5 +180,5 @@ def test_cli_prints_fio_shaped_percentiles_and_refuses_bad_input(tmp_path) -> No
     bad_mode = runner.invoke(app, ["run", "--fio", str(job), "--set", "storage.device=micron-7450-pro", "--mode", "exact"])
     assert bad_mode.exit_code == 2 and "--mode" in bad_mode.output
     unsupported = runner.invoke(app, ["run", "checkpoint_llama405b_8gpu", "--mode", "per-request"])
-    assert unsupported.exit_code == 2 and "expected a workload of kind fio, gds_read" in unsupported.output
+    assert unsupported.exit_code == 2 and "expected a workload of kind fio, gds_read, gnn" in unsupported.output
     assert "Traceback" not in unsupported.output

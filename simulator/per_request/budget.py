@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from iowatt.simulator.workloads import WorkloadConfigError
 
-# assumed: about a minute of one core at the ~3e5 events per second the mode runs (benchmarks/run.py row 5)
+# assumed: a minute or two of one core (benchmarks/run.py row 5: ~3e5 requests per CPU second below the knee; a
+# saturated drive, thousands of reads sharing each unit, runs ~1e5)
 MAX_EVENTS = 2e7
 EVENTS_PER_PIECE = 2.0  # measured on fio 4K..1M read and write runs (the run reports its own count)
 
@@ -28,6 +29,6 @@ def check(requests: float, pieces_per_request: int, what: str, shrink: str) -> f
         raise TooLargeError(
             f"--mode per-request: {what} is about {requests:.3g} requests x {pieces_per_request} piece(s) x "
             f"{EVENTS_PER_PIECE:g} events = {events:.3g} events, more than the {MAX_EVENTS:.0e} the mode runs "
-            f"(about a minute); {shrink}, or run it in the fluid mode"
+            f"(a minute or two); {shrink}, or run it in the fluid mode"
         )
     return events

@@ -58,14 +58,25 @@ class Streams:
     draw: random.Random
     deadline: float = math.inf
     link: LinkPacer | None = None
+    issue_pacer: LinkPacer | None = None  # the issuer's own request rate (a GPU's I/O-issue ceiling), as bytes per second
     ramp_s: float = 0.0  # completions before this are not counted (fio's ramp_time)
     on_ramp: Callable[[], None] | None = None  # called when the ramp is over
     latencies: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     stream_end: list[float] = field(default_factory=list)
     events: int = 0
     issued: int = 0  # requests sent to the volume, ramp and unfinished ones included (what the energy counts)
+    done: int = 0  # requests completed, ramp included
+    all_done: simpy.Event | None = None  # fires when every request is complete (start)
 
     def run(self) -> None:
+        """Issue the first requests and run the environment to the deadline (or until nothing is left)."""
+        self.start()
+        self.env.run(until=None if math.isinf(self.deadline) else self.deadline)
+
+    def start(self) -> simpy.Event:
+        """Issue the first requests now; the returned event fires when every stream has issued its share and all
+        its requests are complete (for a phase inside a longer run; never with an endless stream)."""
+        self.all_done = self.env.event()
         self.stream_end = [0.0] * len(self.depths)
         if self.on_ramp is not None:
             if self.ramp_s > 0.0:
@@ -76,7 +87,7 @@ class Streams:
         for stream, depth in enumerate(self.depths):
             for _ in range(int(min(depth, self.requests[stream]))):
                 self._issue(stream)
-        self.env.run(until=None if math.isinf(self.deadline) else self.deadline)
+        return self.all_done
 
     def _issue(self, stream: int, request: _Request | None = None) -> None:
         """Send the stream's next request (reusing the object of the one that just completed)."""
@@ -86,11 +97,13 @@ class Streams:
         write = rs < 1.0 and (rs <= 0.0 or self.draw.random() >= rs)
         now = self.env._now
         due = self.link.reserve(now, self.block_bytes) if self.link is not None else 0.0
+        if self.issue_pacer is not None:
+            due = max(due, self.issue_pacer.reserve(now, self.block_bytes))
         if request is None:
             request = _Request(stream, write, now, due)
         else:
             request.write, request.start, request.due = write, now, due
-        self.submit(request, self.block_bytes, write, self._count if self.link is None else self._finished)
+        self.submit(request, self.block_bytes, write, self._count if due == 0.0 else self._finished)
 
     def _finished(self, request: object) -> None:
         r: _Request = request  # type: ignore[assignment]
@@ -111,8 +124,11 @@ class Streams:
             self.latencies[r.write].append(now - r.start)
         stream = r.stream
         self.stream_end[stream] = now
+        self.done += 1
         if self.requests[stream] > 0:
             self._issue(stream, r)
+        elif self.done == self.issued and not self.all_done.triggered:
+            self.all_done.succeed()
 
     @property
     def completed(self) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.per_request import fio, gds
+from iowatt.simulator.per_request import fio, gds, gnn
 from iowatt.simulator.per_request.result import Result
 from iowatt.simulator.run import Simulation, shared_metrics
 from iowatt.simulator.system import SystemConfig, SystemRuntime
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 RUNNERS: dict[str, Callable[[RunContext, BaseModel], Result]] = {
     "fio": fio.run,  # type: ignore[dict-item]
     "gds_read": gds.run,  # type: ignore[dict-item]
+    "gnn": gnn.run,  # type: ignore[dict-item]
 }
 
 

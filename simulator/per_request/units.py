@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
+from heapq import heappop, heappush
 
 import simpy
 from simpy.events import Timeout
@@ -42,20 +43,11 @@ Done = Callable[[object], None]
 Job = tuple[float, object, Done]  # (work seconds at full speed, request, callback)
 
 
-def _first(held: list[tuple[float, object, Done]]) -> int:
-    """Index of the read with the smallest finish tag (lists are a few long)."""
-    best, tag = 0, held[0][0]
-    for i in range(1, len(held)):
-        if held[i][0] < tag:
-            best, tag = i, held[i][0]
-    return best
-
-
 class _Unit:
     __slots__ = ("gc", "gen", "last", "prog", "prog_left", "reads", "v_read")
 
     def __init__(self) -> None:
-        self.reads: list[tuple[float, object, Done]] = []  # (virtual finish tag, request, callback)
+        self.reads: list[tuple[float, int, object, Done]] = []  # heap of (virtual finish tag, arrival number, request, callback)
         self.v_read = 0.0  # virtual time: the work each read held here has received
         self.prog: Job | None = None  # the program this unit runs (suspended while it holds reads)
         self.prog_left = 0.0  # its remaining work at full speed
@@ -79,6 +71,7 @@ class FlashUnits:
         self.queue: deque[Job] = deque()  # host programs waiting for a free unit
         self.idle: set[int] = set(range(self.writers))  # program units with no read and no program
         self.timeouts = 0  # SimPy events scheduled (for the event count)
+        self.arrivals = 0  # tie-breaker of equal finish tags in a unit's heap
 
     def pick(self, uniform: float) -> int:
         """The unit a read with the uniform draw `uniform` maps to."""
@@ -92,14 +85,15 @@ class FlashUnits:
             self.idle.discard(index)
             unit.v_read = 0.0
             unit.last = now
-            unit.reads.append((work_s, request, done))
+            unit.reads.append((work_s, 0, request, done))
             unit.gen += 1
             timer = Timeout(self.env, work_s, (index, unit.gen))
             timer.callbacks.append(self._fire)  # type: ignore[union-attr]
             self.timeouts += 1
             return
         self._advance(unit, now)
-        unit.reads.append((unit.v_read + work_s, request, done))
+        self.arrivals += 1
+        heappush(unit.reads, (unit.v_read + work_s, self.arrivals, request, done))
         self._schedule(unit, index)
 
     def program(self, work_s: float, request: object, done: Done) -> None:
@@ -152,7 +146,7 @@ class FlashUnits:
         reads = unit.reads
         if reads:
             n = len(reads)
-            tag = reads[0][0] if n == 1 else reads[_first(reads)][0]
+            tag = reads[0][0]
             delay = (tag - unit.v_read) * n
         elif unit.prog is not None:
             delay = unit.prog_left
@@ -169,7 +163,7 @@ class FlashUnits:
             return  # the unit's sharing changed since this completion was planned
         reads = unit.reads
         if len(reads) == 1:  # alone on its unit: no sharing to account for
-            tag, request, done = reads.pop()
+            tag, _arrival, request, done = reads.pop()
             unit.last = self.env._now
             before = unit.gen
             done(request)
@@ -184,7 +178,7 @@ class FlashUnits:
         self._advance(unit, self.env._now)
         before = unit.gen
         if reads:
-            tag, request, done = reads.pop(_first(reads))
+            tag, _arrival, request, done = heappop(reads)
             unit.v_read = tag  # snap to the finished read's tag (no drift from rounding)
         else:
             _work, request, done = unit.prog  # type: ignore[misc]
