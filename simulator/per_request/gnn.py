@@ -81,9 +81,17 @@ def run(ctx: RunContext, params: GnnParams) -> Result:
 
     done = env.process(loop())
     env.run(until=done)
-    total = env.now
-    ledger.close(ctx.engine, total)
-    reads = pages * params.iterations
+    ledger.close(ctx.engine, env.now)
+    events = striped.events + counted["events"]
+    detail = {"devices": striped.report(), "events": {"simpy_timeouts": events, "estimated_before_run": events_estimate},
+              "pages_per_iteration": pages}
+    return _outcome(ctx, params, phase, pages * params.iterations, n, in_flight, latencies, detail, events)
+
+
+def _outcome(ctx: RunContext, params: GnnParams, phase: dict[str, float], reads: int, drives: int, in_flight: int,
+             latencies: list[float], detail: dict[str, object], events: int) -> Result:
+    """gnn's metrics (simulator.workloads.gnn's names) and the reads' latency percentiles."""
+    total = ctx.env.now
     agg = phase["aggregation"]
     metrics = {
         "completion_time_seconds": total,
@@ -91,21 +99,18 @@ def run(ctx: RunContext, params: GnnParams) -> Result:
         "aggregation_seconds": agg,
         "training_seconds": phase["training"],
         "ssd_read_iops_aggregation": reads / agg if agg > 0 else 0.0,
-        "ssd_read_iops_per_drive_aggregation": reads / agg / n if agg > 0 else 0.0,
+        "ssd_read_iops_per_drive_aggregation": reads / agg / drives if agg > 0 else 0.0,
         "aggregation_GB_per_second": reads * params.io_size / agg / 1e9 if agg > 0 else 0.0,
         "features_read_GB": reads * params.io_size / 1e9,
         "ssd_reads": float(reads),
         "iterations_per_second": params.iterations / total if total > 0 else 0.0,
-        "drives": float(n),
+        "system_energy_kJ": sum(m.energy_J for m in ctx.engine.meters.values()) / 1e3,
+        "drives": float(drives),
         "requests_in_flight": float(in_flight),
     }
     array = np.asarray(latencies, dtype=np.float64)
     metrics["read_latency_mean_us"] = float(array.mean()) * 1e6
     for p, ns in histogram.percentiles_ns(histogram.counts(array), [50.0, 99.0, 99.9]).items():
         metrics["read_latency_p" + f"{p:g}".replace(".", "_") + "_us"] = ns / 1e3
-    events = striped.events + counted["events"]
-    metrics["system_energy_kJ"] = sum(m.energy_J for m in ctx.engine.meters.values()) / 1e3
-    detail = {"devices": striped.report(), "events": {"simpy_timeouts": events, "estimated_before_run": events_estimate},
-              "pages_per_iteration": pages}
     units = {"ssd_read_iops_aggregation": "IOPS", "ssd_read_iops_per_drive_aggregation": "IOPS", "ssd_reads": "requests"}
     return Result(WorkloadOutcome(metrics, detail, units), total, events, int(array.size))
