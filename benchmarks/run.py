@@ -48,25 +48,15 @@ RANDREAD_DEPTH = 32
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def median_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Median wall seconds of `repeat` calls, and the last call's result."""
+def median_time(fn: Callable[[], Any], repeat: int, clock: Callable[[], float] = time.perf_counter) -> tuple[float, Any]:
+    """Median seconds of `repeat` calls on `clock` (wall by default; time.process_time: this process's CPU, one core's
+    work whatever else runs), and the last call's result."""
     times = []
     out = None
     for _ in range(repeat):
-        began = time.perf_counter()
+        began = clock()
         out = fn()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times), out
-
-
-def median_cpu_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Median CPU seconds of this process over `repeat` calls (one core's work, whatever else runs), and the last result."""
-    times = []
-    out = None
-    for _ in range(repeat):
-        began = time.process_time()
-        out = fn()
-        times.append(time.process_time() - began)
+        times.append(clock() - began)
     return statistics.median(times), out
 
 
@@ -356,9 +346,9 @@ def row_per_request_mode(repeat: int, quick: bool) -> dict[str, Any]:
     rate = per_request(scenario.system, scenario.workload, 0).engine["requests"]  # requests in 1 s of simulated time
     scenario = scenario.model_copy(update={"workload": scenario.workload.model_copy(update={"runtime": requests / rate})})
     # CPU seconds of this process: "on one core" even when the machine's other cores (and ours) are shared
-    mode_cpu, sim = median_cpu_time(lambda: per_request(scenario.system, scenario.workload, 0), repeat)
+    mode_cpu, sim = median_time(lambda: per_request(scenario.system, scenario.workload, 0), repeat, time.process_time)
     done = int(sim.engine["requests"])
-    bare_cpu, bare = median_cpu_time(lambda: reference.closed_loop([[service] * done], RANDREAD_DEPTH), repeat)
+    bare_cpu, bare = median_time(lambda: reference.closed_loop([[service] * done], RANDREAD_DEPTH), repeat, time.process_time)
     mode_wall, _ = median_time(lambda: per_request(scenario.system, scenario.workload, 0), 1)
     mode_rps, bare_rps = done / mode_cpu, done / bare_cpu
     fluid_doc, _ = run_once(scenario)  # the fluid model's answer for the same job (the referee's comparison)
