@@ -19,6 +19,14 @@ asymptotic bound of the fluid law); once it is full they run at the program
 rate, the fluid model's write ceiling.  WRITE_BUFFER_BYTES only sets how
 fast the buffer fills and how sharp that knee is, not the rates.
 
+Power cap.  Where the NVMe power state's cap can bind for a class of reads
+(their energy at the drive's read ceiling exceeds cap - idle), each read
+also crosses a power pacer: the drive's budget, cap - idle watts, spends its
+joules one request after another from the moment it is issued, and the
+read is not complete before its share is spent (NVMe ACTP throttles the
+drive until it fits; the fluid model's power constraint).  A write's program
+time already includes the cap.
+
 Garbage collection.  On a drive where GC runs (filled or past its first
 pass, random writes), part of each write's program time is the relocation
 GC does for it: (WA - WA_fresh) / WA of it (models.ssd.write_amplification).
@@ -39,6 +47,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import simpy
@@ -101,6 +110,8 @@ class SsdRequests:
         self.write_spread = Factors(rng, sigma_w)
         self.sigmas = (sigma_r, sigma_w)
         self._classes: dict[tuple[bool, float], tuple[float, float, float, list[Joules | int]]] = {}
+        self._power: dict[tuple[bool, float], float] = {}
+        self.power_free_at = 0.0
         self.limit = drive.queue_limit  # commands the drive holds (None: more than any host keeps outstanding)
         self.inflight = 0
         self.host_queue: deque[tuple[object, float, bool, Done]] = deque()
@@ -140,6 +151,10 @@ class SsdRequests:
     # ------------------------------------------------------------ requests
     def submit(self, request: object, size: float, write: bool, done: Done) -> None:
         """A request (or a piece of one) to this drive; `done(request)` when it completes (a write: when acknowledged)."""
+        budget_s = self._power_seconds(write, size)
+        if budget_s > 0.0:  # the drive's power cap can bind for these requests: they cross its power pacer
+            due = self.power_free_at = max(self.env._now, self.power_free_at) + budget_s
+            request, done = _Held(request, done), partial(self._paced, due)
         if self.limit is None:
             self._dispatch(request, size, write, done)
         elif self.inflight >= self.limit:  # the drive holds no more commands (SATA NCQ: 32): wait in the host queue
@@ -147,6 +162,31 @@ class SsdRequests:
         else:
             self.inflight += 1
             self._dispatch(_Held(request, done), size, write, self._release)
+
+    def _power_seconds(self, write: bool, size: float) -> float:
+        """Seconds of the power budget (cap - idle) a request's energy takes, when the cap can bind for its class:
+        the NVMe power state throttles the drive until it fits (ACTP), the fluid model's power constraint.  0 when
+        the drive at its ceiling for the class stays under the cap."""
+        key = (write, size)
+        known = self._power.get(key)
+        if known is None:
+            cap = self.drive.cap_W
+            tally = self._class(write, size)[3]
+            joules = sum(j for meter, j in tally[0] if meter is self.drive.meter)  # type: ignore[union-attr]
+            busiest = self._class(write, size)[1] if write else self.drive.concurrency(Access("read", size, self.pattern)).queue_seconds
+            budget = math.inf if cap is None else cap - self.drive.spec.idle_W
+            known = self._power[key] = joules / budget if busiest > 0.0 and joules / busiest > budget else 0.0
+        return known
+
+    def _paced(self, due: float, held: object) -> None:
+        h: _Held = held  # type: ignore[assignment]
+        now = self.env._now
+        if due <= now:
+            h.done(h.request)
+            return
+        wait = Timeout(self.env, due - now, h)
+        wait.callbacks.append(lambda event: event._value.done(event._value.request))  # type: ignore[union-attr]
+        self.units.timeouts += 1
 
     def _release(self, held: object) -> None:
         h: _Held = held  # type: ignore[assignment]

@@ -215,11 +215,6 @@ class SsdDrive(Drive):
         read_share = 0.0 if access.write else 1.0
         s = queue_seconds(self.spec, access.block_bytes, read_share, access.pattern, access.overwrite, self.fill)
         units = read_units(self.spec, access.block_bytes, read_share)
-        if read_share > 0.0 and self.cap_W is not None:
-            # a power cap that binds lowers the ceiling C, so each read holds 1 / C of the drive (S = 1 / C)
-            capped = (self._e_read * access.block_bytes + self._e_io) / (self.cap_W - self.spec.idle_W)
-            if capped > s:
-                s, units = capped, self.qd1_latency_s(access) / capped
         return ConcurrencyLaw(self.qd1_latency_s(access), s, self.queue_limit, units=True, unit_count=units)
 
     # ------------------------------------------------------------ power states
