@@ -130,8 +130,10 @@ def test_fio_buckets_hold_their_values(value: int) -> None:
 def test_gc_on_a_filled_drive_pauses_writes_without_moving_the_mean() -> None:
     """Oracles: conservation (the GC time is the same per write, only gathered into rounds, so the rate is the fluid
     model's steady-state random-write rate) and the tail: pauses of a whole round show in the write p99.9."""
-    fresh = _fio(rw="randwrite", bs="4k", iodepth=32, runtime=0.6, time_based=True, percentile_list=[50.0, 99.9])
-    full = _fio(fill=0.9, rw="randwrite", bs="4k", iodepth=32, runtime=0.6, time_based=True, percentile_list=[50.0, 99.9])
+    fresh = _fio(rw="randwrite", bs="4k", iodepth=32, runtime=0.1, time_based=True, percentile_list=[50.0, 99.9])
+    full = _fio(fill=0.9, rw="randwrite", bs="4k", iodepth=32, runtime=0.4, time_based=True, percentile_list=[50.0, 99.9])
+    print(f"gc rounds {full.detail['devices'][0]['gc_rounds']}, write p50/p99.9 us: fresh {fresh.metrics['write_clat_p50_us']:.0f}/"
+          f"{fresh.metrics['write_clat_p99_9_us']:.0f}, filled {full.metrics['write_clat_p50_us']:.0f}/{full.metrics['write_clat_p99_9_us']:.0f}")
     assert full.detail["devices"][0]["gc_rounds"] > 0 and fresh.detail["devices"][0]["gc_rounds"] == 0
     assert full.metrics["write_iops"] < fresh.metrics["write_iops"]
     tail = full.metrics["write_clat_p99_9_us"] / full.metrics["write_clat_p50_us"]

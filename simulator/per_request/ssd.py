@@ -65,9 +65,9 @@ Done = Callable[[object], None]
 # assumed: enterprise NVMe drives hold acknowledged writes in DRAM that their hold-up capacitors can flush on
 # power loss, a few MiB; only the time to fill it and the sharpness of the write knee depend on the size
 WRITE_BUFFER_BYTES = 8 * 2**20
-# assumed: one GC round relocates the valid data of one erase block per flash unit; tens of MiB of host writes
-# separate rounds on TLC/QLC drives (erase blocks of ~16-64 MiB); only the length of the pauses depends on it
-GC_ROUND_BYTES = 32 * 2**20
+# assumed: firmware collects garbage in small steps to bound write latency (incremental GC): a step stops each unit for
+# the relocation ~4 MiB of host writes owe (pauses of a few ms on a filled TLC drive); only the pauses' length depends on it
+GC_ROUND_BYTES = 4 * 2**20
 
 
 def _per_request_seconds(usage: Usage, request_bytes: float) -> float:
