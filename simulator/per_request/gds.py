@@ -1,8 +1,9 @@
 """gdsio (GPUDirect Storage reads) in the per-request mode.
 
-`threads` gdsio threads each keep io_depth reads of `block_size` in flight
-(or their share of the platform's cap, p2p_requests_per_drive x drives, as
-simulator.workloads.gds_read counts it) and read size_per_thread each.  A
+`threads` gdsio threads each keep io_depth reads of `block_size` outstanding
+and read size_per_thread each; the platform's peer-to-peer path carries at
+most p2p_requests_per_drive x drives of them at once (loop.Gate; the rest
+wait, as simulator.workloads.gds_read counts it).  A
 read crosses the volume's layout to the drives (volume.py) and, peer to
 peer, the GPU's PCIe link, a cut-through pacer at the link's copy rate
 (loop.LinkPacer).  Metrics are gds_read's, plus the latency percentiles.
@@ -16,19 +17,13 @@ import random
 import numpy as np
 from iowatt.simulator.per_request import budget, histogram
 from iowatt.simulator.per_request.energy import Ledger
-from iowatt.simulator.per_request.loop import LinkPacer, Streams
+from iowatt.simulator.per_request.loop import Gate, LinkPacer, Streams
 from iowatt.simulator.per_request.result import Result
 from iowatt.simulator.per_request.volume import StripedRequests, pieces
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from iowatt.simulator.workloads.gds_read import GdsReadParams, GiB, outstanding_per_thread, qd1_latency_s
 
 PERCENTILES = [50.0, 90.0, 99.0, 99.9]
-
-
-def depths(total: int, threads: int) -> list[int]:
-    """`total` requests in flight spread over `threads` as evenly as whole requests allow."""
-    base, extra = divmod(total, threads)
-    return [base + (1 if t < extra else 0) for t in range(threads)]
 
 
 def run(ctx: RunContext, params: GdsReadParams) -> Result:
@@ -48,7 +43,9 @@ def run(ctx: RunContext, params: GdsReadParams) -> Result:
     ledger = Ledger()
     striped = StripedRequests(ctx.env, system.volume, block, params.pattern, False, ctx.rng, draw, ledger)
     gpu = system.gpus[params.gpu]
-    streams = Streams(ctx.env, striped.submit, block, depths(in_flight, threads), [float(per_thread)] * threads, 1.0, draw,
+    # every thread keeps io_depth requests outstanding; the platform's P2P path carries at most `in_flight` (the rest wait)
+    path = Gate(striped.submit, in_flight).submit if in_flight < threads * params.io_depth else striped.submit
+    streams = Streams(ctx.env, path, block, [params.io_depth] * threads, [float(per_thread)] * threads, 1.0, draw,
                       link=LinkPacer(gpu.link_h2d.capacity))
     streams.run()
     elapsed = max(streams.stream_end)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,6 +44,29 @@ class LinkPacer:
     def reserve(self, now: float, size: float) -> float:
         self.free_at = max(now, self.free_at) + size / self.rate_Bps
         return self.free_at
+
+
+class Gate:
+    """A path that carries at most `limit` requests at once (a platform's peer-to-peer path); the rest wait, FIFO."""
+
+    def __init__(self, submit: Submit, limit: int) -> None:
+        self.inner = submit
+        self.limit = limit
+        self.held = 0
+        self.waiting: deque[tuple[object, float, bool, Callable[[object], None]]] = deque()
+
+    def submit(self, request: object, size: float, write: bool, done: Callable[[object], None]) -> None:
+        if self.held >= self.limit:
+            self.waiting.append((request, size, write, done))
+            return
+        self.held += 1
+        self.inner(request, size, write, lambda r, done=done: self._release(r, done))
+
+    def _release(self, request: object, done: Callable[[object], None]) -> None:
+        self.held -= 1
+        if self.waiting:
+            self.submit(*self.waiting.popleft())
+        done(request)
 
 
 @dataclass
