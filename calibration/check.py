@@ -3,7 +3,9 @@
 Each error is printed next to the job's own run-to-run spread: a miss within
 NOISE_SIGMAS spreads is "within noise", not a model error.  The prediction
 is models.ssd's law on the profile's SSDSpec with the profile's write-queueing
-choice; `simulator_MBps` is models.ssd.closed_loop, what `iowatt run` gives.
+choice; `simulator_MBps` is models.ssd.closed_loop, what `iowatt run` gives.  Each
+job's p50 and p99 completion latency, from `iowatt run --mode per-request` on
+the profile, are printed beside fio's (calibration/latency.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from iowatt.calibration import bundle, profile
+from iowatt.calibration import bundle, latency, profile
 from iowatt.calibration.dataset import load_jobs
 from iowatt.calibration.model import predict, simulator_predict
 from iowatt.models.ssd import SSDSpec
@@ -37,6 +39,7 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
         if not chosen:
             raise bundle.BundleError(f"--profile {profile_path}: it holds back no jobs of this bundle; calibrate with --holdout > 0, or pass --all")
     rows = []
+    seen = latency.measured(bundle_path, manifest)  # fio's clat percentiles, for the p50 / p99 check (calibration/latency.py)
     for job in chosen:
         p = predict(spec, job, writes_queue)
         error = (p["bw_Bps"] / job.bw_Bps - 1) * 100
@@ -54,6 +57,7 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
                 "measured_lat_us": round(job.lat_us, 1),
                 "predicted_lat_us": round(p["lat_us"], 1),
                 "verdict": ("within noise" if abs(error) <= noise else "miss") if job.runs > 1 else "no spread (1 run)",
+                **latency.check_row(spec, job, seen.get(job.id, {})),
             }
         )
     errors = [abs(r["error_pct"]) for r in rows]
@@ -68,5 +72,6 @@ def validate(bundle_path: Path, profile_path: Path, all_jobs: bool = False) -> d
             "median_abs_error_pct": round(statistics.median(errors), 2),
             "max_abs_error_pct": round(max(errors), 2),
             "within_noise": sum(r["verdict"] == "within noise" for r in rows),
+            **latency.summary(rows),
         },
     }

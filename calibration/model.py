@@ -102,7 +102,7 @@ def predict(values: SSDSpec | dict[str, Any], job: Job, writes_queue: bool = Tru
     limit = device_queue_limit(spec.interface)
     n = job.inflight
     in_device = n if limit is None else min(n, limit)
-    concurrency = in_device / (l0 + (in_device - 1) * queue_s)
+    concurrency = in_device / ssd_model.loaded_latency_s(l0, queue_s, in_device, ssd_model.read_units(spec, job.bs, job.read_fraction))
     ops = min(concurrency, 1.0 / ceiling_s)
     bound = "ceiling" if 1.0 / ceiling_s <= concurrency or (in_device - 1) * queue_s >= l0 else "queue-depth"
     return {"bw_Bps": ops * job.bs, "iops": ops, "lat_us": n / ops * 1e6, "bound": bound}

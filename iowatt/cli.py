@@ -78,6 +78,10 @@ def run(
                      "usable capacity), then stop; YAML, or JSON with -f json or a .json --output."),
     ] = False,
     timing: Annotated[bool, typer.Option("--timing", help="Print engine wall time and event counts to stderr.")] = False,
+    mode: Annotated[
+        str, typer.Option("--mode", help="fluid (flows, the default) or per-request (one event per request: fio's latency "
+                          "percentiles and histogram; fio, gds_read and the GNN feature aggregation)."),
+    ] = "fluid",
 ) -> None:
     """Run one scenario and print its metrics and energy (--format dlio -o DIR: DLIO's summary.json and per_epoch_stats.json)."""
     from iowatt.output import choose_format, write_text
@@ -105,11 +109,16 @@ def run(
     chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio"))
     if chosen == "dlio" and output is None:
         raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
+    if mode not in ("fluid", "per-request"):
+        raise typer.BadParameter(f"expected fluid or per-request, found {mode!r}", param_hint="--mode")
     from iowatt.output import serialize, tables
     from iowatt.scenarios.run import run_scenario
 
-    document, sim = run_scenario(loaded)
-    if timing:
+    document, sim = run_scenario(loaded, mode=mode)  # type: ignore[arg-type]
+    if timing and mode == "per-request":
+        print(f"per-request: {sim.wall_seconds * 1e3:.2f} ms wall, {sim.engine['requests']} requests, {sim.engine['events']} events",
+              file=sys.stderr)
+    elif timing:
         print(
             f"engine: {sim.wall_seconds * 1e3:.2f} ms wall, {sim.engine['events']} events, "
             f"{sim.engine['recomputes']} recomputes, {sim.engine['flows']} flows",

@@ -46,6 +46,12 @@ each unit holds (N-1)/c of the others when a request arrives) gives
     R(N) = L0 x (1 + (N - 1) / c) = L0 + (N - 1) / C,    X(N) = N / R(N),
 a smooth knee: X(1) = 1 / L0, X(c) ~ C / 2, X -> C as N grows (and never
 above it while L0 >= 1 / C).  Mean latency is Little's law, R = N / X.
+A fractional c is floor(c) full units and one that takes the remaining
+share of the requests; the exact MVA of that network (models.unit_mva)
+is the closed form above when c is whole and stays exact for large blocks,
+where c is 1 or 2 and the closed form runs up to 7 % slow at the knee.  In
+a read/write mix the writes add their latency as a delay, not units.
+simulator.per_request runs the same network one request at a time.
 Only reads queue on the units (S = read share x 1 / C_read): writes are
 acknowledged from the power-protected write buffer and programmed later, so
 they meet the program-rate ceiling but no collisions (min with the ceiling).
@@ -71,10 +77,10 @@ between states live in simulator.storage.power_policy.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
-from iowatt.models import nand
+from iowatt.models import nand, unit_mva
 from iowatt.models.links import LinkSpec, device_queue_limit, link_payload_Bps
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -165,6 +171,23 @@ class SSDSpec(BaseModel):
     endurance_rating_wa: float = Field(
         default=1.0, ge=1, description="WA of the workload the DWPD rating is quoted at (1 for 128K sequential)"
     )
+    # ---- latency distribution (the per-request mode; the means above do not depend on these)
+    read_latency_p99_us: float | None = Field(
+        default=None, gt=0, description="datasheet QoS: 99 % of 4 KiB random reads at QD1 complete within this (None: not published)"
+    )
+    read_latency_p9999_us: float | None = Field(
+        default=None, gt=0, description="datasheet QoS: 99.99 % of 4 KiB random reads at QD1 complete within this (None: not published)"
+    )
+    read_latency_sigma: float | None = Field(
+        default=None, ge=0, le=3,
+        description="log standard deviation of a read's flash-unit time (lognormal, mean kept); `iowatt calibrate` fits it "
+        "from fio clat histograms.  None: from the QoS figures, else simulator.per_request's assumed default",
+    )
+    write_latency_sigma: float | None = Field(
+        default=None, ge=0, le=3,
+        description="log standard deviation of a write's acknowledgement latency (lognormal, mean kept); fitted like "
+        "read_latency_sigma.  None: simulator.per_request's assumed default",
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> SSDSpec:
@@ -182,15 +205,40 @@ class SSDSpec(BaseModel):
     @property
     def rand_read_ceiling_iops(self) -> float:
         """4 KiB random-read ceiling C.  A datasheet figure X measured with N requests in flight lies on the
-        concurrency law X = N / (L0 + (N - 1) / C) (module docstring), so C = (N - 1) / (N / X - L0);
+        concurrency law X = N / R(N; L0, 1 / C) (module docstring), solved for C (ceiling_through_point);
         when L0 >= N / X the point cannot lie on the law and the figure itself is taken as the ceiling."""
         n = self.rand_read_iops_outstanding
         if n is None or n <= 1:
             return self.rand_read_iops
-        room = n / self.rand_read_iops - self.read_latency_us * 1e-6
-        if room <= 0.0:
-            return self.rand_read_iops
-        return max(self.rand_read_iops, (n - 1.0) / room)
+        return ceiling_through_point(self.rand_read_iops, n, self.read_latency_us * 1e-6)
+
+
+@lru_cache(maxsize=1024)
+def ceiling_through_point(iops: float, outstanding: float, l0_s: float) -> float:
+    """The ceiling C whose concurrency law passes through `iops` at `outstanding` requests in flight.
+
+    With whole units (d = 0) the law is N / (L0 + (N - 1) / C), so C0 = (N - 1) / (N / X - L0); a fixed delay
+    d > 0 only lets the law run faster (less of L0 queues), so the exact C lies in [X, C0]: bisection."""
+    room = outstanding / iops - l0_s
+    if room <= 0.0:
+        return iops
+    high = max(iops, (outstanding - 1.0) / room)
+    low = iops
+
+    def rate(ceiling: float) -> float:
+        return outstanding / unit_mva.latency_s(l0_s, 1.0 / ceiling, outstanding)
+
+    if rate(high) <= iops * (1.0 + 1e-12):
+        return high
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if rate(mid) < iops:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-13 * high:
+            break
+    return 0.5 * (low + high)
 
 
 # ---------------------------------------------------------------- block-size law
@@ -333,21 +381,30 @@ def mixed_seconds_per_byte(
     return max(per_byte, read_share / link, (1.0 - read_share) / link)
 
 
-def loaded_latency_s(l0_s: float, service_s: float, outstanding: float) -> float:
-    """Mean latency with `outstanding` requests on c = l0 / service balanced units (module docstring).
-
-    R(N) = L0 + (N - 1) x S, S = 1 / C the drive's time per request at its ceiling; exact MVA of
-    the closed network of c random-routed single-server units (Reiser & Lavenberg 1980)."""
-    if outstanding < 1:
-        raise ValueError(f"outstanding requests must be >= 1, found {outstanding!r}")
-    if l0_s <= 0 or service_s < 0:
-        raise ValueError(f"latency must be > 0 and service time >= 0, found L0 {l0_s!r}, S {service_s!r}")
-    return l0_s + (outstanding - 1.0) * service_s
+def flash_units(spec: SSDSpec, block_bytes: float) -> float:
+    """c, the flash units reads of `block_bytes` spread over: L0 / S of the read law at that block size
+    (c = L0 x C units by Little's law, module docstring; models.unit_mva for a fractional c)."""
+    return unloaded_latency_s(spec, block_bytes, False) / read_queue_seconds(spec, block_bytes, 1.0)
 
 
-def concurrency_throughput(l0_s: float, service_s: float, outstanding: float) -> float:
+def read_units(spec: SSDSpec, block_bytes: float, read_share: float) -> float | None:
+    """The units a job's law counts: the reads' flash units when it reads (its writes are then a delay), else
+    None (writes alone: c = L0 / S of the writes, which queue only on a spec with writes_queue)."""
+    return flash_units(spec, block_bytes) if read_share > 0.0 else None
+
+
+def loaded_latency_s(l0_s: float, service_s: float, outstanding: float, units: float | None = None) -> float:
+    """Mean latency with `outstanding` requests on c balanced units (module docstring; models.unit_mva).
+
+    R(N) = L0 + (N - 1) x S when c = L0 / S is whole; otherwise the exact MVA of floor(c) units and a
+    partial one (Reiser & Lavenberg 1980).  S = 1 / C is the drive's time per request at its ceiling;
+    `units` = c of the reads (a mix's writes add a delay, not units; None: L0 / S)."""
+    return unit_mva.latency_s(l0_s, service_s, outstanding, units)
+
+
+def concurrency_throughput(l0_s: float, service_s: float, outstanding: float, units: float | None = None) -> float:
     """Requests per second X(N) = N / R(N), bounded by the ceiling 1 / S (the min only binds if L0 < S)."""
-    x = outstanding / loaded_latency_s(l0_s, service_s, outstanding)
+    x = outstanding / loaded_latency_s(l0_s, service_s, outstanding, units)
     return x if service_s <= 0 else min(x, 1.0 / service_s)
 
 
@@ -375,7 +432,7 @@ def closed_loop(
     limit = device_queue_limit(spec.interface)
     in_device = outstanding if limit is None else min(outstanding, limit)
     queue_s = queue_seconds(spec, block_bytes, read_share, pattern, overwrite, fill)
-    ops = min(concurrency_throughput(l0, queue_s, in_device), ceiling_ops)
+    ops = min(concurrency_throughput(l0, queue_s, in_device, read_units(spec, block_bytes, read_share)), ceiling_ops)
     return ops * block_bytes, outstanding / ops
 
 
@@ -384,8 +441,9 @@ def read_queue_seconds(spec: SSDSpec, block_bytes: float, read_share: float, pat
 
     Only reads queue on the units: a write is acknowledged once it is in the drive's power-protected
     buffer (hence QD1 write latencies of 15-21 us, S04/S11) and programmed later, so writes see the
-    program-rate ceiling (the asymptotic bound) but no unit collisions."""
-    return read_share * read_seconds_per_byte(spec, block_bytes, pattern) * block_bytes
+    program-rate ceiling (the asymptotic bound) but no unit collisions.  The time per read is that of the
+    drive's read ceiling, the block-size law or the PCIe link where the link is slower (S = 1 / C)."""
+    return read_share * block_bytes / read_throughput_Bps(spec, block_bytes, pattern)
 
 
 def queue_seconds(

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from iowatt.scenarios.schema import ScenarioBase
 from iowatt.simulator.provenance import provenance
 from iowatt.simulator.run import Simulation, simulate
 
 RESULT_SCHEMA_VERSION = 1
+Mode = Literal["fluid", "per-request"]
 
 
-def run_scenario(scenario: ScenarioBase, *, record: bool = False) -> tuple[dict[str, Any], Simulation]:
-    """Returns (JSON-ready document, the simulation with its engine for inspection)."""
-    sim = simulate(scenario.system, scenario.workload, scenario.seed, record=record)
+def run_scenario(scenario: ScenarioBase, *, record: bool = False, mode: Mode = "fluid") -> tuple[dict[str, Any], Simulation]:
+    """Returns (JSON-ready document, the simulation with its engine for inspection).
+
+    mode "per-request" runs the workload one request at a time (simulator.per_request) instead of as flows."""
+    if mode == "per-request":
+        from iowatt.simulator.per_request.run import simulate as simulate_per_request
+
+        sim = simulate_per_request(scenario.system, scenario.workload, scenario.seed)  # type: ignore[attr-defined]
+    else:
+        sim = simulate(scenario.system, scenario.workload, scenario.seed, record=record)  # type: ignore[attr-defined]
     kind = scenario.workload.kind  # type: ignore[attr-defined]
     document: dict[str, Any] = {
         "result_schema": RESULT_SCHEMA_VERSION,
@@ -23,6 +31,7 @@ def run_scenario(scenario: ScenarioBase, *, record: bool = False) -> tuple[dict[
         kind: sim.detail,
         "energy": sim.energy,
         "engine": sim.engine,
+        "mode": mode,
         "provenance": provenance(scenario.seed),
     }
     if sim.units:

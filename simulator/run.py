@@ -34,7 +34,7 @@ class Simulation:
 DEPRECATED_ALIASES = {"ssd_mean_power_W": "ssd_mean_power_W_per_drive"}
 
 
-def _energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
+def energy_report(system: SystemRuntime, duration: float) -> dict[str, Any]:
     components = {}
     groups: dict[str, float] = {}
     for m in system.engine.meters.values():
@@ -75,6 +75,15 @@ def energy_metrics(energy: dict[str, Any], duration: float, drives: int) -> dict
     return out
 
 
+def shared_metrics(system: SystemRuntime, workload_metrics: dict[str, float], duration: float) -> tuple[dict[str, float], dict[str, Any]]:
+    """The workload's metrics plus those every run reports (duration, storage and system energy), and the energy report."""
+    energy = energy_report(system, duration)
+    metrics = dict(workload_metrics)
+    metrics["simulated_seconds"] = duration
+    metrics.update(energy_metrics(energy, duration, len(system.volume.drives)))
+    return metrics, energy
+
+
 def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, record: bool = False) -> Simulation:
     env = simpy.Environment()
     engine = FlowEngine(env, record=record)
@@ -86,10 +95,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
     engine.settle()  # the one point where the run's results are read (FlowEngine's lifecycle)
     wall = time.perf_counter() - started
     duration = env.now
-    energy = _energy_report(system, duration)
-    metrics = dict(outcome.metrics)
-    metrics["simulated_seconds"] = duration
-    metrics.update(energy_metrics(energy, duration, len(system.volume.drives)))
+    metrics, energy = shared_metrics(system, outcome.metrics, duration)
     stats = engine.stats
     engine_report = {
         "events": stats.events,

@@ -142,3 +142,32 @@ def per_request_nfs(
                 yield from hold(env, rng, flash[int(rng.integers(drives))][int(rng.integers(units))], unit_s)
 
     return closed_loop(env, clients, request, requests)
+
+
+def mva(demands_s: list[float], delay_s: float, n: int) -> float:
+    """Exact single-class MVA (Lazowska et al., Quantitative System Performance, 1984, ch. 6): mean latency of n
+    customers over queueing stations of the given demands (seconds per visit x visits) and a pure delay."""
+    queues = [0.0] * len(demands_s)
+    latency = delay_s + sum(demands_s)
+    for k in range(1, n + 1):
+        times = [d * (1.0 + q) for d, q in zip(demands_s, queues, strict=True)]
+        latency = delay_s + sum(times)
+        x = k / latency
+        queues = [x * t for t in times]
+    return latency
+
+
+def law_latency(l0: float, service: float, n: float, units: float | None = None) -> float:
+    """The SSD concurrency law's mean latency by the textbook MVA: c = L0 / S (or `units`) units, floor(c) of demand
+    S and one of demand (c - floor(c)) S, plus a delay L0 - c S; a fractional n interpolates between integers."""
+    if service <= 0.0:
+        return l0
+    c = l0 / service if units is None else min(units, l0 / service)
+    whole = int(c)
+    demands = [service] * whole + ([(c - whole) * service] if c > whole else [])
+    delay = l0 - c * service
+    low = int(n)
+    r_low = mva(demands, delay, low)
+    if n == low:
+        return r_low
+    return r_low + (n - low) * (mva(demands, delay, low + 1) - r_low)

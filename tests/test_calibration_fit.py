@@ -23,6 +23,8 @@ from iowatt.calibration.plan import quick
 from iowatt.models import catalog
 from iowatt.models import ssd as ssd_model
 
+from tests.queueing_oracle import law_latency
+
 BASE = catalog.lookup("ssd", "micron-7450-pro").spec
 # a virtual disk like this project's VM (values near what its bundles fit)
 TRUTH = {"seq_read_MBps": 950.0, "rand_read_iops": 60000.0, "read_latency_us": 70.0, "seq_write_MBps": 2800.0, "write_latency_us": 110.0}
@@ -137,7 +139,8 @@ def test_buffered_law_is_the_simulators_closed_loop():
 
 
 def test_law_is_the_exact_balanced_network_solution():
-    """Oracle: a closed network of K equal stations of demand D has X(N) = N / ((K + N - 1) D) (Lazowska et al. 1984, ch. 5)."""
+    """Oracle: the textbook MVA (Lazowska et al. 1984, ch. 6) of K = L0 / D stations: floor(K) of demand D and one of
+    (K - floor(K)) D (tests/queueing_oracle.law_latency); a whole K gives X(N) = N / ((K + N - 1) D)."""
     spec = BASE.model_copy(update=TRUTH)
     for rw, f in (("randread", 1.0), ("randwrite", 0.0)):
         job = Job("x", rw, 4096.0, 1, 1, f)
@@ -147,7 +150,7 @@ def test_law_is_the_exact_balanced_network_solution():
         assert k > 1
         for n in (1, 2, 7, 64, 1000):
             trial = Job("x", rw, 4096.0, n, 1, f)
-            assert predict(spec, trial)["iops"] == pytest.approx(n / ((k + n - 1) * d), rel=1e-12)
+            assert predict(spec, trial)["iops"] == pytest.approx(n / law_latency(l0, d, n), rel=1e-9)
         # asymptotes: QD1 = 1 / L0, deep queues -> 1 / D; Little's law for the latency
         assert predict(spec, job)["iops"] == pytest.approx(1.0 / l0)
         deep = Job("x", rw, 4096.0, 10**6, 1, f)

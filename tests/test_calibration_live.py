@@ -60,7 +60,12 @@ def test_collect_calibrate_validate_on_this_machine(tmp_path: Path):
               f"error {row['error_pct']:+6.1f} % spread {row['spread_pct']:5.1f} % {row['verdict']}", file=sys.stderr)
     summary = report["summary"]
     print(f"held back {summary['jobs']}: median |error| {summary['median_abs_error_pct']} %, max {summary['max_abs_error_pct']} %", file=sys.stderr)
+    print(f"held back: median |error| of p50 {summary['median_abs_p50_error_pct']} %, of p99 {summary['median_abs_p99_error_pct']} % "
+          "(iowatt run --mode per-request on the profile)", file=sys.stderr)
     calibration = yaml.safe_load(profile.read_text())["calibration"]
+    # the per-request mode's latency spreads are fitted from fio's clat percentiles and checked on every held-back job
+    assert set(calibration["latency_spreads"]) == {"read_latency_sigma", "write_latency_sigma"}
+    assert all(r["predicted_p50_us"] > 0 and r["predicted_p99_us"] >= r["predicted_p50_us"] for r in rows if r["measured_p50_us"])
     held = set(calibration["holdout"]["jobs"])
     training = set(calibration["training"])
     assert held.isdisjoint(training) and len(held | training) == len(quick().jobs)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from iowatt.cli import app
 from tests.ftl_oracle import PageFTL, random_overwrites
-from tests.queueing_oracle import per_io_units
+from tests.queueing_oracle import law_latency, per_io_units
 
 KiB = 1024
 LIB = Path(__file__).resolve().parents[1] / "scenarios" / "library"
@@ -48,13 +48,13 @@ def test_qd1_latency_bound_job_runs_at_the_unloaded_latency() -> None:
 
 
 def test_deep_queue_job_follows_the_concurrency_law_below_the_block_size_ceiling() -> None:
-    """1,024 requests on the 9200: X = N / (L0 + (N - 1) S) (exact MVA of c = L0 / S flash units), within
-    10 % of the block-size ceiling 1 / S and never above it."""
+    """1,024 requests on the 9200: X = N / R(N), R the textbook MVA of c = L0 / S flash units
+    (tests/queueing_oracle.law_latency), within 10 % of the block-size ceiling 1 / S and never above it."""
     spec = catalog.spec_from("ssd", "micron-9200-pro")
     m = fio("micron-9200-pro", rw="randread", bs="4k", iodepth=256, numjobs=4, runtime=2, time_based=True)
     ceiling = ssd.read_throughput_Bps(spec, 4 * KiB)
     service, l0 = 4 * KiB / ceiling, ssd.unloaded_latency_s(spec, 4 * KiB, False)
-    assert m["read_iops"] == pytest.approx(1024 / (l0 + 1023 * service), rel=1e-6)
+    assert m["read_iops"] == pytest.approx(1024 / law_latency(l0, service, 1024), rel=1e-6)
     assert 0.9 * ceiling < m["read_bw_bytes"] < ceiling
     assert m["read_iops"] * m["read_clat_mean_us"] * 1e-6 == pytest.approx(1024, rel=1e-6)
     assert m["simulated_seconds"] == pytest.approx(2.0)
@@ -110,8 +110,8 @@ def test_percentiles_follow_the_stated_gamma_assumption() -> None:
     k, mean = m["latency_shape_k"], m["read_clat_mean_us"]
     spec = catalog.spec_from("ssd", "micron-9200-pro")
     l0 = ssd.unloaded_latency_s(spec, 128 * KiB, False)
-    c = l0 * ssd.read_throughput_Bps(spec, 128 * KiB) / (128 * KiB)  # flash units = C x L0
-    assert k == pytest.approx(1 + 31 / c, rel=1e-6)  # (N - 1) / c others at the request's unit + its own L0
+    service = 128 * KiB / ssd.read_throughput_Bps(spec, 128 * KiB)  # flash units c = C x L0
+    assert k == pytest.approx(law_latency(l0, service, 32) / l0, rel=1e-6)  # R / L0: the others at the request's unit + its own L0
     assert m["read_clat_p99_us"] == pytest.approx(gamma.ppf(0.99, k, scale=mean / k), rel=1e-6)
     assert m["read_clat_p50_us"] < mean < m["read_clat_p99_us"]
 
@@ -203,7 +203,8 @@ def test_6550_power_states_cap_throughput_and_power() -> None:
     """PS0 (25 W) and PS1 (20 W) do not bind a 128K read (17.5 W measured at full speed, S08): it runs at the
     concurrency law of its 256 requests.  Lower states throttle die activity (models.ssd_power): the flash units
     that may work at once shrink to share = budget / dynamic power at the ceiling, so the law's S becomes S / share
-    (oracle: the closed-loop law with c x share units), and the power budget bounds the rate from above."""
+    (oracle: the textbook MVA of c x share units, tests.queueing_oracle.law_latency), and the power budget bounds the
+    rate from above."""
     runs = {ps: fio("micron-6550-ion", rw="read", bs="128k", iodepth=256, runtime=10, time_based=True, power_state=ps) for ps in ("PS0", "PS1", "PS3", "PS7")}
     print("\n6550 ION 128K read by power state:", {k: (round(v["read_bw_MBps"]), round(v["ssd_mean_power_W"], 2)) for k, v in runs.items()})
     spec = catalog.spec_from("ssd", "micron-6550-ion")
@@ -217,7 +218,7 @@ def test_6550_power_states_cap_throughput_and_power() -> None:
     l0, s = ssd.unloaded_latency_s(spec, block, False), ssd.queue_seconds(spec, block, 1.0, "seq")
     for ps, cap in (("PS3", 16.0), ("PS7", 10.0)):
         share = ssd_power.cap_share(model, cap, joules, 1.0 / ssd.read_seconds_per_byte(spec, block))
-        law = 256 / (l0 + 255 * s / share) * block
+        law = 256 / law_latency(l0, s / share, 256, units=ssd.flash_units(spec, block) * share) * block
         bound = ssd_power.dynamic_budget_W(model, cap) / joules
         assert runs[ps]["read_bw_bytes"] == pytest.approx(min(law, bound), rel=1e-6)
         assert runs[ps]["ssd_mean_power_W"] <= cap * (1 + 1e-9)

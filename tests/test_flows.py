@@ -9,9 +9,9 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.simulator.discrete import FlowCase, NetworkCase, run_fluid, run_per_io
 from iowatt.simulator.flows import Constraint, EngineError, Flow, FlowEngine, run_until_idle
 from iowatt.simulator.maxmin import max_min_fair
+from iowatt.simulator.per_request.networks import FlowCase, NetworkCase, run_fluid, run_per_io
 
 # ---------------------------------------------------------------- random networks
 

@@ -17,7 +17,7 @@ from iowatt.simulator.flows import FlowEngine, run_until_idle
 from iowatt.simulator.storage import Access, FileWrite
 from iowatt.simulator.storage.ssd import SsdDrive
 
-from tests.queueing_oracle import per_io_units
+from tests.queueing_oracle import law_latency, per_io_units
 
 KiB = 1024
 SPEC_6550 = catalog.spec_from("ssd", "micron-6550-ion")
@@ -106,7 +106,8 @@ def test_concurrency_law_matches_a_per_request_simpy_run(n: int) -> None:
 @pytest.mark.parametrize("name", ["micron-9200-pro", "micron-5210-ion", "micron-6550-ion", "micron-9550-pro"])
 @pytest.mark.parametrize("block", [4 * KiB, 128 * KiB])
 def test_closed_loop_applies_the_concurrency_law_to_the_drive(name: str, block: int) -> None:
-    """closed_loop = N_dev / (L0 + (N_dev - 1) S): S = 1 / block-size ceiling, L0 = QD1 latency; Little's law;
+    """closed_loop = N_dev / R(N_dev): the textbook MVA of m = floor(L0 / S) units of demand S and a delay L0 - m S
+    (tests/queueing_oracle.law_latency), S = 1 / block-size ceiling, L0 = QD1 latency; Little's law;
     QD1 runs at 1 / L0; deep queues approach the ceiling from below (never above it)."""
     spec = catalog.spec_from("ssd", name)
     service = block / ssd.read_throughput_Bps(spec, block)
@@ -116,7 +117,7 @@ def test_closed_loop_applies_the_concurrency_law_to_the_drive(name: str, block: 
         bw, lat = ssd.closed_loop(spec, block, n, 1.0)
         x = bw / block
         n_dev = n if limit is None else min(n, limit)
-        assert x == pytest.approx(n_dev / (l0 + (n_dev - 1) * service), rel=1e-9)
+        assert x == pytest.approx(n_dev / law_latency(l0, service, n_dev, ssd.flash_units(spec, block)), rel=1e-9)
         assert x * lat == pytest.approx(n, rel=1e-9)  # Little's law
         assert x <= (1.0 / service) * (1 + 1e-12)
     assert ssd.closed_loop(spec, block, 1, 1.0)[0] / block == pytest.approx(1.0 / l0, rel=1e-9)

@@ -20,6 +20,8 @@ from iowatt.simulator.system import SystemConfig
 from iowatt.simulator.workloads import WorkloadConfigError
 from iowatt.simulator.workloads.dlio import DlioParams, accelerator_step
 
+from tests.queueing_oracle import law_latency
+
 MB = 1e6
 
 
@@ -209,8 +211,9 @@ def test_tensorflow_rank_reads_one_stream_at_qd1():
 
 @pytest.mark.parametrize("ranks", [2, 4, 9])
 def test_tensorflow_ranks_share_the_drive_by_the_concurrency_law(ranks):
-    """n TF ranks reading at once: together n / (L0 + (n - 1) S) requests/s of transfer_size (models.ssd concurrency
-    law, exact MVA of c = L0 / S flash units), below both n streams at QD1 latency and the drive's ceiling."""
+    """n TF ranks reading at once: together n / R(n) requests/s of transfer_size (models.ssd concurrency law: the
+    textbook MVA of c = L0 / S flash units, tests/queueing_oracle.law_latency), below both n streams at QD1 latency
+    and the drive's ceiling."""
     system = _system()
     spec = catalog.spec_from("ssd", "micron-6550-ion")
     block = 256 * 1024
@@ -220,6 +223,6 @@ def test_tensorflow_ranks_share_the_drive_by_the_concurrency_law(ranks):
     m = simulate(system, p, seed=1).metrics
     l0 = unloaded_latency_s(spec, block, False)
     service = block * read_seconds_per_byte(spec, block, "seq")
-    law = block * ranks / (l0 + (ranks - 1) * service)
+    law = block * ranks / law_latency(l0, service, ranks)
     assert law < min(ranks * block / l0, 1.0 / read_seconds_per_byte(spec, block, "seq"))
     assert m["storage_read_MB_per_second"] * 1e6 == pytest.approx(law, rel=1e-3)

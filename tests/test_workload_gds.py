@@ -112,7 +112,8 @@ def test_the_grid_rises_with_threads_and_with_block_size():
         bws = [row[2] for row in sorted((x for x in rows if x[1] == threads), key=lambda x: x[0])]
         assert all(b2 >= b1 * (1 - 1e-9) for b1, b2 in itertools.pairwise(bws))
     top = max(rows, key=lambda row: row[2])
-    assert top[0] == 2**20 and top[1] == 128
+    corner = next(row for row in rows if row[0] == 2**20 and row[1] == 128)
+    assert top[0] == 2**20 and corner[2] >= top[2] * (1 - 1e-9)  # saturated: 64 and 128 threads may tie
     assert r.metrics["sweep_max_bandwidth_GiB_per_second"] == pytest.approx(top[2])
 
 

@@ -116,7 +116,7 @@ def calibrate(
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
 ) -> None:
     """Fit device parameters (or a cluster's software) to a bundle (least squares) and write a calibrated profile."""
-    from iowatt.calibration import bundle, fit, profile
+    from iowatt.calibration import bundle, fit, latency, profile
     from iowatt.calibration.dataset import load_jobs
     from iowatt.calibration.target import virtual_device_warning
     from iowatt.models import catalog
@@ -143,6 +143,8 @@ def calibrate(
         result.power = fit.fit_power(training, preferred) or {}
     document = profile.build(name or profile.profile_name(output), base_entry.name, str(bundle_path), manifest, result,
                              [j.id for j in held], [j.id for j in training], seed, holdout, profile.inventory_measurements(bundle_path))
+    spreads = latency.fit_spreads(training, latency.measured(bundle_path, manifest))  # the per-request mode's latency spreads
+    latency.record(document, spreads, str(bundle_path), manifest.id)
     write_text(profile.dump(document), output)
     print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back; writes {'queue' if result.writes_queue else 'buffered'} "
           f"(weighted cost {', '.join(f'{k} {v:.3g}' for k, v in result.costs.items())})", file=sys.stderr)
@@ -150,6 +152,8 @@ def calibrate(
         print(f"  {key:18s} {result.values[key]:14.6g}  +/- {result.rel_stderr[key]:.1%}", file=sys.stderr)
     for key, why in result.not_informed.items():
         print(f"  {key:18s} base value ({why})", file=sys.stderr)
+    for key, (sigma, _note) in spreads.items():
+        print(f"  {key:18s} {sigma:14.6g}  (fio clat percentiles of the QD1 jobs)", file=sys.stderr)
     errors = sorted(abs(r["error_pct"]) for r in result.residuals)
     print(f"  training residuals: median |error| {errors[len(errors) // 2]:.1f} %, max {errors[-1]:.1f} %", file=sys.stderr)
 
@@ -218,15 +222,17 @@ def validate(
         return
     from iowatt.output.tables import Table, render
 
-    columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict", "simulator_MBps")
+    columns = ("job", "measured_MBps", "predicted_MBps", "error_pct", "spread_pct", "verdict", "simulator_MBps",
+               "measured_p50_us", "predicted_p50_us", "measured_p99_us", "predicted_p99_us")
     rows = [["" if row[c] is None else (f"{row[c]:+.1f}" if c == "error_pct" else str(row[c])) for c in columns] for row in report["jobs"]]
     s = report["summary"]
     summary = (f"{s['jobs']} jobs: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} %, "
-               f"{s['within_noise']} within run-to-run noise (2 sigma); writes {'queue' if report['writes_queue'] else 'buffered'} "
+               f"{s['within_noise']} within run-to-run noise (2 sigma); median |error| of p50 {s['median_abs_p50_error_pct']} %, "
+               f"of p99 {s['median_abs_p99_error_pct']} % (per-request mode); writes {'queue' if report['writes_queue'] else 'buffered'} "
                "(simulator_MBps: what `iowatt run` predicts with the profile as a device)")
     table = Table(columns, rows, title=f"{report['selection']} of {report['bundle']} predicted with {report['profile']}",
                   right=frozenset(c for c in columns if c not in ("job", "verdict")))
-    write_text(render([table, summary], width=140), None)
+    write_text(render([table, summary], width=180), None)
 
 
 def register(app: typer.Typer) -> None:

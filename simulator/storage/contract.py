@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
+from iowatt.models import unit_mva
 from iowatt.simulator.flows import Constraint, Meter
 
 if TYPE_CHECKING:
@@ -116,14 +117,16 @@ class WriteRecord:
 class ConcurrencyLaw:
     """Requests per second that N outstanding requests get from a device or volume (closed loop).
 
-        X(N) = N' / (L0 + (N' - 1) S),   N' = min(N, queue_limit)
+        X(N) = N' / R(N'),   R(N') = L0 + (N' - 1) S  (whole c = L0 / S),   N' = min(N, queue_limit)
 
-    the exact mean-value solution of N customers over c = L0 / S balanced
-    service units (models.ssd.concurrency_throughput; Reiser & Lavenberg 1980).
-    `units` says the requests collide on service units (an SSD's flash units,
-    models.ssd); otherwise the law is the asymptotic bound N / L0 (hard disks,
-    whose queue-depth law is in their usage, and routed volumes), S = 0.  The
-    ceiling comes from the engine's constraints, not from here.  Requests beyond the queue limit wait in the
+the exact mean-value solution of N customers over c = L0 / S service units
+(models.unit_mva: the closed form above when c is whole; Reiser &
+Lavenberg 1980).  `units` says the requests collide on service units (an
+SSD's flash units, models.ssd; `unit_count` = c of the reads, so a mix's
+writes are a delay L0 - c S; None: L0 / S); otherwise the law is the
+    asymptotic bound N / L0 (hard disks, whose queue-depth law is in their
+    usage, and routed volumes), S = 0.  The ceiling comes from the engine's
+    constraints, not from here.  Requests beyond the queue limit wait in the
     host's queue: they add latency but no throughput.
     """
 
@@ -131,6 +134,7 @@ class ConcurrencyLaw:
     queue_seconds: float = 0.0
     queue_limit: int | None = None
     units: bool = False
+    unit_count: float | None = None
 
     def requests_per_second(self, outstanding: float) -> float:
         if outstanding <= 0.0:
@@ -138,7 +142,11 @@ class ConcurrencyLaw:
         if self.qd1_latency_s <= 0.0:
             return math.inf
         n = outstanding if self.queue_limit is None else min(outstanding, self.queue_limit)
-        return n / (self.qd1_latency_s + max(0.0, n - 1.0) * self.queue_seconds)
+        if n < 1.0 or self.queue_seconds <= 0.0:
+            return n / self.qd1_latency_s
+        if not self.units:  # no unit collisions: the closed form's asymptote (routed volumes' laws)
+            return n / (self.qd1_latency_s + (n - 1.0) * self.queue_seconds)
+        return n / unit_mva.latency_s(self.qd1_latency_s, self.queue_seconds, n, self.unit_count)
 
     def bytes_per_second(self, block_bytes: float, outstanding: float) -> float:
         return block_bytes * self.requests_per_second(outstanding)
@@ -151,11 +159,13 @@ def mix_laws(parts: list[tuple[ConcurrencyLaw, float]]) -> ConcurrencyLaw:
     if total <= 0.0:
         raise ValueError("a mix needs at least one part with a positive share")
     limits = [law.queue_limit for law, w in parts if w > 0.0 and law.queue_limit is not None]
+    counts = [law.unit_count for law, w in parts if w > 0.0 and law.unit_count is not None]
     return ConcurrencyLaw(
         qd1_latency_s=sum(law.qd1_latency_s * w for law, w in parts if w > 0.0) / total,
         queue_seconds=sum(law.queue_seconds * w for law, w in parts if w > 0.0) / total,
         queue_limit=min(limits) if limits else None,
         units=all(law.units for law, w in parts if w > 0.0),
+        unit_count=min(counts) if counts else None,
     )
 
 

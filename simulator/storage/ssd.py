@@ -65,6 +65,7 @@ from iowatt.models.ssd import (
     power_cap_W,
     queue_seconds,
     read_seconds_per_byte,
+    read_units,
     state_idle_W,
     unloaded_latency_s,
     write_seconds_per_byte_at,
@@ -271,7 +272,11 @@ class SsdDrive(Drive):
         """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
         read_share = 0.0 if access.write else 1.0
         s = queue_seconds(self.spec, access.block_bytes, read_share, access.pattern, access.overwrite, self.fill)
-        return ConcurrencyLaw(self.qd1_latency_s(access), s / self._cap_unit_share(access), self.queue_limit, units=True)
+        # a cap lets only a share of the units work at once: fewer units, each request waits longer (L0 = c S kept)
+        share = self._cap_unit_share(access)
+        units = read_units(self.spec, access.block_bytes, read_share)
+        return ConcurrencyLaw(self.qd1_latency_s(access), s / share, self.queue_limit, units=True,
+                              unit_count=None if units is None else units * share)
 
     # ------------------------------------------------------------ power (models.ssd_power)
     def _build_power(self, power_state: int, policy: PowerPolicy) -> None:

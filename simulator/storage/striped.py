@@ -6,8 +6,8 @@ block / page) pieces occupies p of the n drives, so with N requests
 outstanding each drive holds N x p / n of them on average (the hard disks'
 reordering reads that queue depth; SSD usage does not depend on it).  The
 volume's latency is that of the slowest piece, and its closed-loop law the
-drives' concurrency law for one piece: each drive is a closed system holding
-every request's piece.
+drives' concurrency law for one piece with the units of the n / p drives a
+request's pieces spread over added up (see concurrency).
 
 `copies` > 1 stands for that many identical drives per runtime given (symmetric
 lumping): each runtime takes 1/(len x copies) of the bytes, its meter must count
@@ -63,15 +63,23 @@ class StripedVolume(Volume):
         return max(d.qd1_latency_s(piece) for d in self._unique)
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
-        """The slowest drive's law for one piece (every drive holds every request's piece)."""
+        """The slowest drive's law for one piece, over the drives' units together.
+
+        A request of p pieces occupies p of the n drives, so the volume is n / p times a drive: the units add
+        up (c n / p), each request holds S p / n of the volume and the command limits add up too.  With p = 1
+        (a request smaller than two pages) that is exact, one network of n c units; with p > 1 a request also
+        waits for its slowest piece (fork-join), which this law leaves out (simulator.per_request measures it)."""
         piece = self.piece(access)
         laws = [d.concurrency(piece) for d in self._unique]
+        spread = self.width / min(float(self.width), max(1.0, access.block_bytes / PAGE_BYTES))  # n / p
         limits = [law.queue_limit for law in laws if law.queue_limit is not None]
+        counts = [law.unit_count for law in laws if law.unit_count is not None]
         return ConcurrencyLaw(
             qd1_latency_s=max(law.qd1_latency_s for law in laws),
-            queue_seconds=max(law.queue_seconds for law in laws),
-            queue_limit=min(limits) if limits else None,
+            queue_seconds=max(law.queue_seconds for law in laws) / spread,
+            queue_limit=int(min(limits) * spread) if limits else None,
             units=all(law.units for law in laws),
+            unit_count=min(counts) * spread if counts else None,
         )
 
     def discard(self, nbytes: float) -> None:

@@ -1,4 +1,6 @@
-"""Per-I/O mode: one SimPy event per request, to cross-check the fluid engine.
+"""The flow engine's own referee: abstract networks of constraints, one SimPy event per request.
+
+(The devices' per-request models are the rest of this package; this module checks the max-min engine itself.)
 
 Each flow becomes a closed loop of requests of `request_size` units with
 `depth` requests outstanding (fio's iodepth).  A request visits the flow's

@@ -1,0 +1,146 @@
+"""The per-request mode referees the fluid model (issue 20): fio jobs over block 4K..1M x QD 1..256 x
+read/write/mix x 1..16 drives, NVMe, SATA and hard disks, sampled by hypothesis.
+
+Oracle: an independent simulation of the same devices, one request at a time (simulator.per_request: flash units
+as processor-sharing servers, a write buffer drained in the units' read-idle time, an actuator with seek and
+rotation drawn per request).  The fluid model's throughput, mean latency and energy per byte must agree with it
+within 3 % wherever the fluid law claims to be exact; the cases where it does not (requests striped into several
+pieces, hard disks striped, gdsio's asymptotic bound) are pinned as strict xfails with the measured gap, so a fix
+of the fluid law shows up as an unexpected pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from iowatt.scenarios.loader import load
+from iowatt.simulator.per_request.run import simulate as per_request
+from iowatt.simulator.per_request.ssd import WRITE_BUFFER_BYTES
+from iowatt.simulator.run import simulate as fluid
+from iowatt.simulator.storage import PAGE_BYTES
+
+TOLERANCE = 0.03
+REQUESTS = 12_000  # per-request sample: the throughput's sampling error is about 1 % on SSDs
+HDD_REQUESTS = 40_000  # a disk's service times spread more (RPO either finds the cheapest command or pays a random one)
+BLOCKS = [2**k for k in range(12, 21)]  # 4 KiB .. 1 MiB
+DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+KINDS = ["randread", "randwrite", "randrw"]
+SSDS = ["micron-7450-pro", "micron-5210-ion", "micron-6550-ion"]  # Gen4 NVMe, SATA (32 NCQ tags), Gen5 NVMe at a power cap
+HDD = "hdd-7200rpm-sas-8tb"
+
+
+def _scenario(device: str, count: int, rw: str, block: int, depth: int, numjobs: int = 1, power_state: int = 0):
+    storage = {"device": device, "count": count} | ({"power_state": power_state} if power_state else {})
+    return load({"name": "referee", "system": {"storage": storage},
+                 "workload": {"kind": "fio", "rw": rw, "bs": block, "iodepth": depth, "numjobs": numjobs, "size": "10G"}}, [])
+
+
+def _mean_latency_us(m: dict[str, float]) -> float:
+    ios = m.get("read_iops", 0.0) + m.get("write_iops", 0.0)
+    return (m.get("read_iops", 0.0) * m.get("read_clat_mean_us", 0.0) + m.get("write_iops", 0.0) * m.get("write_clat_mean_us", 0.0)) / ios
+
+
+def compare(device: str, count: int, rw: str, block: int, depth: int, numjobs: int = 1, power_state: int = 0) -> dict[str, float]:
+    """Relative differences (per-request / fluid - 1) of throughput, mean latency and storage energy per byte."""
+    scenario = _scenario(device, count, rw, block, depth, numjobs, power_state)
+    probe = fluid(scenario.system, scenario.workload.model_copy(update={"runtime": 1.0, "time_based": True}), 1).metrics
+    runtime = (HDD_REQUESTS if device == HDD else REQUESTS) / probe["iops"]
+    job = scenario.workload.model_copy(update={"runtime": runtime, "time_based": True})
+    steady = fluid(scenario.system, job, 1).metrics
+    # writes fill the drives' buffers at the host's pace before they meet the program rate: leave that warm-up out
+    buffered = count * WRITE_BUFFER_BYTES / min(block, PAGE_BYTES * max(1, block // (count * PAGE_BYTES)))
+    ramp = runtime / 4 if rw == "randread" else runtime + 3.0 * buffered / probe["iops"]
+    sampled = per_request(scenario.system, job, 7, ramp_s=ramp).metrics
+    return {
+        "throughput": sampled["iops"] / steady["iops"] - 1.0,
+        "latency": _mean_latency_us(sampled) / _mean_latency_us(steady) - 1.0,
+        "energy_per_byte": sampled["storage_energy_per_GB_J"] / steady["storage_energy_per_GB_J"] - 1.0,
+    }
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[str, int, str, int, int]:
+    """A grid point where the fluid law is exact: one drive, or several with one-piece requests (4 KiB on SSDs)."""
+    device = draw(st.sampled_from([*SSDS, HDD]))
+    block = draw(st.sampled_from(BLOCKS))
+    count = draw(st.integers(1, 16)) if block == 4096 and device != HDD else 1
+    return device, count, draw(st.sampled_from(KINDS)), block, draw(st.sampled_from(DEPTHS))
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+def test_fluid_agrees_with_the_per_request_referee(case: tuple[str, int, str, int, int]) -> None:
+    device, count, rw, block, depth = case
+    gaps = compare(device, count, rw, block, depth, power_state=1 if device == "micron-6550-ion" else 0)
+    for name, gap in gaps.items():
+        assert abs(gap) <= TOLERANCE, (case, name, gaps)
+
+
+@pytest.mark.parametrize(
+    ("device", "count", "block", "depth", "measured"),
+    [
+        ("micron-7450-pro", 4, 65536, 8, -0.26),  # 4 pieces of 16 KiB per request
+        ("micron-7450-pro", 16, 2**20, 16, -0.35),  # 16 pieces of 64 KiB per request
+        (HDD, 4, 4096, 4, -0.30),  # one piece per request, four disks
+    ],
+)
+@pytest.mark.xfail(strict=True, reason="fluid striped law: no fork-join (a request waits for its slowest piece) and hard "
+                   "disks striped use the bound N / L0 (requests placed at random leave disks idle); reported to the lead")
+def test_striped_volumes_where_the_fluid_law_is_optimistic(device: str, count: int, block: int, depth: int, measured: float) -> None:
+    del measured  # the throughput gap measured when the case was pinned (per-request / fluid - 1)
+    assert abs(compare(device, count, "randread", block, depth)["throughput"]) <= TOLERANCE
+
+
+def test_gdsio_below_the_knee_agrees_with_the_fluid_model() -> None:
+    """gdsio, 4 synchronous threads of 128 KiB reads on a P5336: below the drive's knee the fluid model solves the
+    network of the drive's flash units and cuFile's CPU exactly (models.gds, MVA); the per-request run of the same
+    network must give the same bandwidth.  (The old asymptotic bound N x block / L0 was 35 % high here.)"""
+    scenario = load({"name": "gds", "system": {"gpus": {"count": 1, "model": "nvidia-l4"}, "storage": {"device": "solidigm-d5-p5336"}},
+                     "workload": {"kind": "gds_read", "block_size": "128k", "threads": 4, "size_per_thread": "256M"}}, [])
+    sampled = per_request(scenario.system, scenario.workload, 7).metrics
+    steady = fluid(scenario.system, scenario.workload, 1).metrics
+    for key in ("bandwidth_GiB_per_second", "latency_mean_us"):
+        assert sampled[key] == pytest.approx(steady[key], rel=TOLERANCE), key
+
+
+def test_gnn_feature_aggregation_agrees_with_the_fluid_model() -> None:
+    """GIDS aggregation on two 9550s (512 page reads in flight from 16 SMs, 4 KiB pages striped one per drive): the
+    fluid model's closed loop per drive and the per-request mode's requests agree on the phase's time and the energy.
+    (With all 132 SMs, 4,224 reads, a batch of 52 K pages ends in a drain the fluid phase has not: 15 % longer.)"""
+    scenario = load("micron9550_gnn/gnn_igbh_9550_x2", ["workload.dataset=custom", "workload.batch_size=1024", "workload.fanout=[10,5]",
+                                                         "workload.iterations=2", "workload.gpu_sms=16"])
+    sampled = per_request(scenario.system, scenario.workload, 7).metrics
+    steady = fluid(scenario.system, scenario.workload, 1).metrics
+    for key in ("aggregation_seconds", "completion_time_seconds", "ssd_energy_J", "system_energy_J"):
+        assert sampled[key] == pytest.approx(steady[key], rel=TOLERANCE), key
+
+
+@pytest.mark.parametrize(("device", "depth"), [("micron-7450-pro", 32), ("solidigm-d5-p5336", 4)])
+def test_filled_drive_random_overwrites_agree_with_the_fluid_model(device: str, depth: int) -> None:
+    """Steady-state garbage collection (90 % full, random overwrites): the fluid model spreads the greedy WA over every
+    write, the per-request mode pays it in GC pauses; rate and energy per byte agree (the pauses only move the tail)."""
+    scenario = load({"name": "gc", "system": {"storage": {"device": device, "fill": 0.9}},
+                     "workload": {"kind": "fio", "rw": "randwrite", "bs": "4k", "iodepth": depth, "size": "100G", "overwrite": True}}, [])
+    probe = fluid(scenario.system, scenario.workload.model_copy(update={"runtime": 0.5, "time_based": True}), 1).metrics
+    runtime = 25_000 / probe["iops"]
+    job = scenario.workload.model_copy(update={"runtime": runtime, "time_based": True})
+    steady = fluid(scenario.system, job, 1).metrics
+    sampled = per_request(scenario.system, job, 7, ramp_s=runtime).metrics
+    assert sampled["iops"] == pytest.approx(steady["iops"], rel=TOLERANCE)
+    assert sampled["storage_energy_per_GB_J"] == pytest.approx(steady["storage_energy_per_GB_J"], rel=TOLERANCE)
+
+
+def test_gdsio_one_async_stream_agrees_with_the_fluid_model() -> None:
+    """StorageReview's L4 + P5336 platform as the library reads it (one thread, 128 reads queued on one CUDA stream,
+    which reach the drive one at a time, models.gds): both modes give the drive's QD1 rate, and Little's law over
+    the 128 queued reads for the latency."""
+    reads, queued = 2048, 128
+    scenario = load("storagereview/gdsio_l4_p5336", [f"workload.size_per_thread={reads}M", f"workload.io_depth={queued}"])
+    sampled = per_request(scenario.system, scenario.workload, 7).metrics
+    steady = fluid(scenario.system, scenario.workload, 1).metrics
+    assert sampled["bandwidth_GiB_per_second"] == pytest.approx(steady["bandwidth_GiB_per_second"], rel=TOLERANCE)
+    # a finite run: the first `queued` reads, all issued at 0, wait for (queued - 1) / 2 reads ahead on average
+    # instead of queued - 1, so the run's mean is short of the steady state's by that many read times over `reads`
+    finite = steady["latency_mean_us"] * (1.0 - (queued - 1) / 2 / reads)
+    assert sampled["latency_mean_us"] == pytest.approx(finite, rel=TOLERANCE)
