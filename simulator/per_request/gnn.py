@@ -23,7 +23,7 @@ from iowatt.simulator.per_request.loop import LinkPacer, Streams
 from iowatt.simulator.per_request.result import Result
 from iowatt.simulator.per_request.volume import StripedRequests
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads.gnn import GnnParams
+from iowatt.simulator.workloads.gnn import GnnParams, phase_metrics
 
 
 def run(ctx: RunContext, params: GnnParams) -> Result:
@@ -93,20 +93,9 @@ def _outcome(ctx: RunContext, params: GnnParams, phase: dict[str, float], reads:
              latencies: list[float], detail: dict[str, object], events: int) -> Result:
     """gnn's metrics (simulator.workloads.gnn's names) and the reads' latency percentiles."""
     total = ctx.env.now
-    agg = phase["aggregation"]
     metrics = {
-        "completion_time_seconds": total,
-        "sampling_seconds": phase["sampling"],
-        "aggregation_seconds": agg,
-        "training_seconds": phase["training"],
-        "ssd_read_iops_aggregation": reads / agg if agg > 0 else 0.0,
-        "ssd_read_iops_per_drive_aggregation": reads / agg / drives if agg > 0 else 0.0,
-        "aggregation_GB_per_second": reads * params.io_size / agg / 1e9 if agg > 0 else 0.0,
-        "features_read_GB": reads * params.io_size / 1e9,
-        "ssd_reads": float(reads),
-        "iterations_per_second": params.iterations / total if total > 0 else 0.0,
+        **phase_metrics(phase, total, reads, reads * params.io_size, drives, params.iterations),
         "system_energy_kJ": sum(m.energy_J for m in ctx.engine.meters.values()) / 1e3,
-        "drives": float(drives),
         "requests_in_flight": float(in_flight),
     }
     array = np.asarray(latencies, dtype=np.float64)

@@ -165,6 +165,24 @@ class _Phases:
         self._close("training")
 
 
+def phase_metrics(phase: dict[str, float], total_s: float, reads: float, bytes_read: float, drives: int, iterations: int) -> dict[str, float]:
+    """The run's times by phase and the aggregation's rates (both modes report these names)."""
+    agg = phase["aggregation"]
+    return {
+        "completion_time_seconds": total_s,
+        "sampling_seconds": phase["sampling"],
+        "aggregation_seconds": agg,
+        "training_seconds": phase["training"],
+        "ssd_read_iops_aggregation": reads / agg if agg > 0 else 0.0,
+        "ssd_read_iops_per_drive_aggregation": reads / agg / drives if agg > 0 else 0.0,
+        "aggregation_GB_per_second": bytes_read / agg / 1e9 if agg > 0 else 0.0,
+        "features_read_GB": bytes_read / 1e9,
+        "ssd_reads": float(reads),
+        "iterations_per_second": iterations / total_s if total_s > 0 else 0.0,
+        "drives": float(drives),
+    }
+
+
 def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     env, engine, system = ctx.env, ctx.engine, ctx.system
     if not system.gpus:
@@ -195,22 +213,11 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     phase, gpu_J = phases.seconds, phases.gpu_J
     total = env.now
     reads = ios_per_batch * params.iterations
-    agg = phase["aggregation"]
     system_J = sum(m.energy_J for m in engine.meters.values())
     metrics = {
-        "completion_time_seconds": total,
-        "sampling_seconds": phase["sampling"],
-        "aggregation_seconds": agg,
-        "training_seconds": phase["training"],
-        "ssd_read_iops_aggregation": reads / agg if agg > 0 else 0.0,
-        "ssd_read_iops_per_drive_aggregation": reads / agg / n if agg > 0 else 0.0,
-        "aggregation_GB_per_second": batch_bytes * params.iterations / agg / 1e9 if agg > 0 else 0.0,
-        "features_read_GB": batch_bytes * params.iterations / 1e9,
-        "ssd_reads": reads,
-        "iterations_per_second": params.iterations / total if total > 0 else 0.0,
+        **phase_metrics(phase, total, reads, batch_bytes * params.iterations, n, params.iterations),
         "system_energy_kJ": system_J / 1e3,
         **{f"gpu_energy_{name}_J": joules for name, joules in gpu_J.items()},
-        "drives": float(n),
     }
     detail = {
         "nodes_fetched_per_batch": fetched_nodes,
