@@ -177,7 +177,9 @@ def check_machine(
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Real runs of every DLIO configuration (>= 2, for the spread).")] = 3,
     quick: Annotated[bool, typer.Option("--quick", help="One checkpoint and one training run, smaller (about 2 minutes on 2 cores).")] = False,
     base: Annotated[str, typer.Option("--base", "-b", help="Catalog SSD whose values fio does not inform (as `iowatt calibrate --base`).")] = "micron-7450-pro",
-    dlio_bin: Annotated[Path | None, typer.Option("--dlio-bin", help="Folder holding dlio_benchmark (e.g. a venv's bin), if not on PATH.")] = None,
+    dlio_bin: Annotated[
+        Path | None, typer.Option("--dlio-bin", envvar="IOWATT_DLIO_BIN", help="Folder holding dlio_benchmark (e.g. a venv's bin), if not on PATH.")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """Measure this machine with fio, calibrate, predict small DLIO checkpoint and training runs, run them, and score the predictions."""
@@ -192,7 +194,8 @@ def check_machine(
     if fmt not in ("table", "json"):
         raise UserError(f"--format: expected table or json, found {fmt!r}")
     own_scratch = scratch is None
-    scratch = Path(tempfile.mkdtemp(prefix="iowatt-realcheck-")) if scratch is None else scratch
+    # absolute: DLIO runs in its own folder and imports the fsync plugin from the scratch directory
+    scratch = Path(tempfile.mkdtemp(prefix="iowatt-realcheck-")) if scratch is None else scratch.absolute()
     runs = run_set(scratch, quick)
     try:
         _check_places(output, scratch, _bytes_needed(runs))
@@ -203,8 +206,12 @@ def check_machine(
             finalize(work, manifest)
             report = score(work, manifest)
         except (DlioError, CollectError, BundleError) as error:
+            log = next(iter(sorted(work.rglob("dlio.stdout"))), None)
+            kept = output.with_name(f"{output.name}.dlio-failure.log")
+            if log is not None:
+                shutil.copyfile(log, kept)
             shutil.rmtree(work, ignore_errors=True)
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {error}" + (f" (its output is kept in {kept})" if log is not None else ""), file=sys.stderr)
             raise typer.Exit(1) from None
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
