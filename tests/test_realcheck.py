@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
-
 from iowatt.calibration import bundle
 from iowatt.calibration.realcheck_bundle import finalize, load, measured_by_repeat, score_rows, slim
+from typer.testing import CliRunner
+
 from iowatt.cli import app
 
 FIXTURE = Path(__file__).parent / "fixtures" / "realcheck" / "bundle"
@@ -32,7 +32,7 @@ def _copy(tmp_path: Path) -> Path:
     return target
 
 
-def _invoke(*args: str):  # noqa: ANN202
+def _invoke(*args: str):
     return runner.invoke(app, list(args))
 
 
