@@ -20,10 +20,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from iowatt.calibration import bundle
 from iowatt.calibration.realcheck_runs import RunSpec, measured
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 FORMAT = "iowatt-realcheck"
 VERSION = 1
