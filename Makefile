@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test bench lint wheelcheck clean
+.PHONY: demo test bench lint wheelcheck clean realcheck
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ test: $(STAMP)
 # build the sdist and wheel, install the wheel in a fresh environment outside the checkout and run it
 wheelcheck: $(STAMP)
 	tools/wheelcheck.sh $(PYTHON)
+
+# the real-hardware loop on this machine's disk (docs/realcheck.md): fio, calibrate, predict DLIO runs, run them, score.
+# Needs dlio_benchmark (on PATH, or DLIO_BIN=folder holding it), mpirun and fio; the bundle lands in .realcheck/ (ignored by git)
+DLIO_BIN ?= $(IOWATT_DLIO_BIN)
+realcheck: $(STAMP)
+	mkdir -p .realcheck/scratch
+	$(BIN)/iowatt check-machine --scratch .realcheck/scratch $(if $(DLIO_BIN),--dlio-bin $(DLIO_BIN)) -o .realcheck/bundle-$$(date +%Y%m%d-%H%M%S)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

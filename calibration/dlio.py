@@ -78,7 +78,8 @@ def epoch_rows(summary: dict[str, Any], per_epoch: dict[str, Any] | None) -> lis
     return rows
 
 
-CHECKPOINT_TAGS = (("save_ckpt", "save"), ("load_ckpt", "load"))
+# DLIO 2.0 (PyPI) checkpoints only during training and times rank 0's save as "ckpt<block>" (duration a string, no throughput)
+CHECKPOINT_TAGS = (("save_ckpt", "save"), ("load_ckpt", "load"), ("ckpt", "save"))
 
 
 def checkpoint_rows(per_epoch: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -91,7 +92,8 @@ def checkpoint_rows(per_epoch: dict[str, Any] | None) -> list[dict[str, Any]]:
             for tag, operation in CHECKPOINT_TAGS:
                 if key.startswith(tag) and key[len(tag):].isdigit() and isinstance(entry, dict):
                     try:
-                        duration, throughput = float(entry["duration"]), float(entry["throughput"])
+                        duration = float(entry["duration"])
+                        throughput = float(entry["throughput"]) if tag != "ckpt" else None
                     except (KeyError, TypeError, ValueError):
                         raise DlioError(f"per_epoch_stats: epoch {epoch} {key}: expected duration and throughput numbers") from None
                     rows.append({"epoch": int(epoch), "operation": operation, "checkpoint": int(key[len(tag):]),
@@ -196,15 +198,15 @@ def ingest(source: Path, out: Path) -> bundle.Manifest:
     return bundle.finalize(out, manifest)
 
 
-def run(config: Path, out: Path, extra: list[str] | None = None) -> bundle.Manifest:
-    exe = shutil.which("dlio_benchmark")
+def launch(config: Path, workdir: Path, extra: list[str] | None = None, ranks: int = 1, env: dict[str, str] | None = None) -> None:
+    """Run dlio_benchmark on CONFIG (as `ranks` MPI processes when more than one) with its output in WORKDIR (new)."""
+    exe = shutil.which("dlio_benchmark", path=(env or {}).get("PATH"))
     if exe is None:
         raise DlioError(INSTALL_HINT)
     if not config.is_file():
         raise DlioError(f"--config {config}: no such file")
-    workdir = out.with_name(out.name + ".dlio-run")
     if workdir.exists():
-        raise DlioError(f"--out {out}: the run folder {workdir} already exists; choose a new bundle directory")
+        raise DlioError(f"--out: the run folder {workdir} already exists; choose a new bundle directory")
     workdir.mkdir(parents=True)
     # DLIO (hydra) reads workloads from CONFIG_DIR/workload/NAME.yaml: use the file's own folder when it is laid out
     # that way, else copy the file into such a layout inside the run folder
@@ -214,11 +216,23 @@ def run(config: Path, out: Path, extra: list[str] | None = None) -> bundle.Manif
         config_dir = workdir / "config"
         (config_dir / "workload").mkdir(parents=True)
         shutil.copyfile(config, config_dir / "workload" / config.name)
-    args = [exe, f"--config-dir={config_dir.resolve()}", f"workload={config.stem}", f"++hydra.run.dir={workdir.resolve()}", *(extra or [])]
-    done = subprocess.run(args, capture_output=True, text=True, cwd=workdir)
+    launcher: list[str] = []
+    if ranks > 1:
+        mpirun = shutil.which("mpirun", path=(env or {}).get("PATH"))
+        if mpirun is None:
+            raise DlioError(f"{ranks} ranks need mpirun on PATH (Debian: apt-get install openmpi-bin)")
+        launcher = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]
+    args = [*launcher, exe, f"--config-dir={config_dir.resolve()}", f"workload={config.stem}", f"++hydra.run.dir={workdir.resolve()}", *(extra or [])]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=workdir, env=env)
     (workdir / "dlio.stdout").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise DlioError(f"dlio_benchmark failed (exit {done.returncode}); see {workdir / 'dlio.stdout'}")
+
+
+def run(config: Path, out: Path, extra: list[str] | None = None, ranks: int = 1, env: dict[str, str] | None = None) -> bundle.Manifest:
+    """Run DLIO on CONFIG and ingest its output folder into the bundle OUT."""
+    workdir = out.with_name(out.name + ".dlio-run")
+    launch(config, workdir, extra, ranks, env)
     manifest = ingest(workdir, out)
     shutil.rmtree(workdir)  # its files are now the bundle's raw/ (a failed run keeps it, with dlio.stdout, for a look)
     return manifest

@@ -208,6 +208,16 @@ def validate(
         return
     if cross:
         raise UserError("--cross-validate: works on a TABLE of published measurements, not on --bundle")
+    from iowatt.calibration.realcheck_bundle import is_realcheck
+
+    if is_realcheck(bundle_path):  # a bundle of `iowatt check-machine`: it holds its own profile
+        from iowatt.commands.realcheck import rescore
+
+        try:
+            rescore(bundle_path, fmt)
+        except _errors() as error:
+            raise UserError(str(error)) from None
+        return
     if profile_path is None:
         raise UserError("--bundle needs --profile PROFILE.yaml (from `iowatt calibrate`)")
     chosen = choose_format(fmt, None, ("table", "json"))

@@ -1,0 +1,240 @@
+"""`iowatt check-machine`: the real-hardware loop.  Measure this machine's disk with fio, calibrate a profile,
+predict small DLIO checkpoint and training runs with it, run them for real (each several times), and print
+predicted against measured with the run-to-run spread; everything lands in one bundle that
+`iowatt validate --bundle` re-scores without hardware (calibration/realcheck_bundle.py, docs/realcheck.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from iowatt.errors import UserError, user_errors
+
+if TYPE_CHECKING:
+    from iowatt.calibration.realcheck_bundle import RealcheckManifest
+    from iowatt.calibration.realcheck_runs import RunSpec
+
+GB = 1e9
+HEADROOM = 1.5  # free space asked for beyond the run's own bytes (filesystem metadata, DLIO's logs, fio's files)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _dlio_env(dlio_bin: Path | None, plugin_dir: Path) -> dict[str, str]:
+    from iowatt.calibration.dlio import INSTALL_HINT
+
+    env = dict(os.environ)
+    if dlio_bin is not None:
+        if not (dlio_bin / "dlio_benchmark").is_file():
+            raise UserError(f"--dlio-bin {dlio_bin}: expected a folder holding dlio_benchmark, found none there")
+        env["PATH"] = f"{dlio_bin}{os.pathsep}{env.get('PATH', '')}"
+    if shutil.which("dlio_benchmark", path=env.get("PATH")) is None:
+        raise UserError(INSTALL_HINT + "; or point --dlio-bin at the folder holding it")
+    if shutil.which("fio") is None:
+        raise UserError("fio is not on PATH (Debian: apt-get install fio)")
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(plugin_dir), env.get("PYTHONPATH", "")) if x)
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    return env
+
+
+def _bytes_needed(runs: list[RunSpec]) -> float:
+    total = 2 * GB  # fio's test file (the quick plan's largest) and DLIO's small files
+    for run in runs:
+        if run.kind == "checkpoint":
+            total += float(run.workload["checkpoint"]["model_size"]) * run.ranks * run.checkpoints  # type: ignore[index]
+        else:
+            total += float(run.workload["dataset"]["num_files_train"]) * float(run.workload["dataset"]["record_length"])  # type: ignore[index]
+    return total * HEADROOM
+
+
+def _check_places(out: Path, scratch: Path, need_bytes: float) -> None:
+    if not scratch.is_dir():
+        raise UserError(f"--scratch {scratch}: expected an existing directory on the disk to measure, found {'a file' if scratch.exists() else 'nothing'}")
+    if not os.access(scratch, os.W_OK):
+        raise UserError(f"--scratch {scratch}: expected a writable directory, found it read-only")
+    free = shutil.disk_usage(scratch).free
+    if free < need_bytes:
+        raise UserError(f"--scratch {scratch}: expected at least {need_bytes / GB:.1f} GB free for the runs, found {free / GB:.1f} GB")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"--output {out}: expected a new bundle directory, found one that exists and is not empty")
+    parent = out.resolve().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(f"--output {out}: expected a writable parent directory, found {parent} {'read-only' if parent.is_dir() else 'missing'}")
+
+
+def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool]) -> list[str]:
+    """Generate the run's data once (training), then run it `repeats` times through `collect dlio`'s runner."""
+    import yaml
+
+    from iowatt.calibration import dlio
+    from iowatt.calibration.realcheck_runs import drop_caches
+
+    configs = scratch / "configs" / "workload"
+    configs.mkdir(parents=True, exist_ok=True)
+    (work / "workloads").mkdir(exist_ok=True)
+    (work / "workloads" / f"{spec.name}.yaml").write_text(yaml.safe_dump(spec.workload, sort_keys=False))
+    if spec.generate:
+        generate = configs / f"{spec.name}_generate.yaml"
+        generate.write_text(yaml.safe_dump(spec.generate, sort_keys=False))
+        dlio.launch(generate, scratch / "generated" / spec.name, ranks=spec.ranks, env=env)  # data only: no summary to ingest
+    config = configs / f"{spec.name}.yaml"
+    config.write_text(yaml.safe_dump(spec.workload, sort_keys=False))
+    done = []
+    for k in range(repeats):
+        if spec.kind == "checkpoint":
+            shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)  # each repeat writes new files, as the first did
+        caches.append(drop_caches())
+        relative = f"dlio/{spec.name}/r{k}"
+        dlio.run(config, work / relative, ranks=spec.ranks, env=env)
+        done.append(relative)
+        _say(f"  {spec.name} repeat {k + 1}/{repeats} done")
+    shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)
+    shutil.rmtree(scratch / "data" / spec.name, ignore_errors=True)
+    return done
+
+
+def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base: str, env: dict[str, str], quick: bool) -> RealcheckManifest:
+    from iowatt.calibration.plan import load_plan
+    from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
+    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, machine_facts
+    from iowatt.calibration.runner import collect
+    from iowatt.commands.calibration import calibrate
+    from iowatt.scenarios.realcheck_predict import predict, workload_for
+
+    (scratch / "plugin").mkdir(exist_ok=True)
+    (scratch / "plugin" / f"{FSYNC_MODULE}.py").write_text(FSYNC_PLUGIN)
+    _say("(a) fio, quick plan")
+    collect(scratch, load_plan("quick"), work / "fio", progress=None)
+    _say("(b) calibrate")
+    calibrate(work / "fio", work / "profile.yaml", base=base, name="this-machine")
+    facts = machine_facts()
+    _say(f"(c) predict {len(runs)} runs on {facts['cores']} cores, {float(facts['memory_bytes'] or 0) / 2**30:.1f} GiB, "
+         f"vm.dirty_ratio {facts['dirty_ratio']} %")
+    predictions = {r.name: predict(r.name, r.kind, workload_for(r.kind, r.workload, r.ranks, r.fsync, r.checkpoints, facts), facts,
+                                   str(work / "profile.yaml")) for r in runs}
+    _say(f"(d) run DLIO, {repeats} repeats each")
+    records, caches = [], []
+    for spec in runs:
+        dlio_dirs = _run_dlio(spec, work, scratch, env, repeats, caches)
+        records.append(RunRecord(name=spec.name, kind=spec.kind, ranks=spec.ranks, fsync=spec.fsync, checkpoints=spec.checkpoints,
+                                 workload=spec.workload, dlio=dlio_dirs))
+    from iowatt.calibration.bundle import now_iso
+
+    return RealcheckManifest(format=FORMAT, version=VERSION, created=now_iso(), machine={**facts, "quick": quick}, caches_dropped=all(caches),
+                             runs=records, predictions=predictions)
+
+
+def score(root: Path, manifest: RealcheckManifest) -> dict[str, Any]:
+    """Predict the bundle's runs again with its profile and machine (today's model), and score them against its DLIO runs."""
+    from iowatt.calibration.realcheck_bundle import fio_reference, measured_by_repeat, score_rows, trace_hint
+    from iowatt.scenarios.realcheck_predict import predict, workload_for
+
+    fio = fio_reference(root, manifest.fio)
+    rows, runs = [], []
+    for run in manifest.runs:
+        repeats = measured_by_repeat(root, run)
+        workload = workload_for(run.kind, run.workload, run.ranks, run.fsync, run.checkpoints, manifest.machine)
+        prediction = predict(run.name, run.kind, workload, manifest.machine, str(root / manifest.profile))
+        scored = score_rows(run.name, prediction["values"], repeats)
+        rows += scored
+        runs.append({"run": run.name, "binding": prediction["binding"], "time_change_when_doubled": prediction["time_change_when_doubled"],
+                     "trace": trace_hint(run, repeats, fio), "beyond_spread": any(r["beyond_spread"] for r in scored)})
+    return {"bundle": str(root), "machine": manifest.machine, "caches_dropped": manifest.caches_dropped, "metrics": rows, "runs": runs,
+            "predictions_as_made": manifest.predictions}
+
+
+def render_score(report: dict[str, Any]) -> str:
+    from iowatt.output.tables import Table, format_number, render
+
+    columns = ("run", "metric", "predicted", "measured_mean", "measured_range", "stdev", "error_pct", "beyond_spread")
+    rows = [[r["run"], r["metric"], format_number(r["predicted"]), format_number(r["measured_mean"]),
+             f"{format_number(r['measured_min'])}..{format_number(r['measured_max'])}", format_number(r["measured_stdev"]),
+             f"{r['error_pct']:+.1f}", "yes" if r["beyond_spread"] else "no"] for r in report["metrics"]]
+    table = Table(columns, rows, title=f"predicted vs measured ({report['metrics'][0]['repeats'] if rows else 0} real runs each): {report['bundle']}",
+                  right=frozenset(columns[2:7]))
+    notes = [f"page cache {'dropped before every run' if report['caches_dropped'] else 'NOT dropped (no permission): training may read cached data'}"]
+    for run in report["runs"]:
+        if run["beyond_spread"]:
+            moved = ", ".join(f"{k} {v:+.0%}" for k, v in run["time_change_when_doubled"].items())
+            notes.append(f"{run['run']}: misses beyond the spread; the model was bound by {run['binding']} (run time when doubled: {moved}); "
+                         f"the real trace: {run['trace']}")
+    return render([table, *notes], width=150)
+
+
+@user_errors
+def check_machine(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Bundle directory to create (fio traces, profile, DLIO runs, predictions).")],
+    scratch: Annotated[Path | None, typer.Option("--scratch", help="Directory on the disk to measure (default: a new one under $TMPDIR).")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Real runs of every DLIO configuration (>= 2, for the spread).")] = 3,
+    quick: Annotated[bool, typer.Option("--quick", help="One checkpoint and one training run, smaller (about 2 minutes on 2 cores).")] = False,
+    base: Annotated[str, typer.Option("--base", "-b", help="Catalog SSD whose values fio does not inform (as `iowatt calibrate --base`).")] = "micron-7450-pro",
+    dlio_bin: Annotated[
+        Path | None, typer.Option("--dlio-bin", envvar="IOWATT_DLIO_BIN", help="Folder holding dlio_benchmark (e.g. a venv's bin), if not on PATH.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """Measure this machine with fio, calibrate, predict small DLIO checkpoint and training runs, run them, and score the predictions."""
+    from iowatt.calibration.bundle import BundleError
+    from iowatt.calibration.dlio import DlioError
+    from iowatt.calibration.realcheck_bundle import finalize
+    from iowatt.calibration.realcheck_runs import run_set
+    from iowatt.calibration.runner import CollectError
+
+    if repeats < 2:
+        raise UserError(f"--repeats: expected at least 2 (the run-to-run spread needs two runs), found {repeats}")
+    if fmt not in ("table", "json"):
+        raise UserError(f"--format: expected table or json, found {fmt!r}")
+    own_scratch = scratch is None
+    # absolute: DLIO runs in its own folder and imports the fsync plugin from the scratch directory
+    scratch = Path(tempfile.mkdtemp(prefix="iowatt-realcheck-")) if scratch is None else scratch.absolute()
+    runs = run_set(scratch, quick)
+    try:
+        _check_places(output, scratch, _bytes_needed(runs))
+        env = _dlio_env(dlio_bin, scratch / "plugin")
+        work = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.resolve().parent))
+        try:
+            manifest = _measure(work, scratch, runs, repeats, base, env, quick)
+            finalize(work, manifest)
+            report = score(work, manifest)
+        except (DlioError, CollectError, BundleError) as error:
+            log = next(iter(sorted(work.rglob("dlio.stdout"))), None)
+            kept = output.with_name(f"{output.name}.dlio-failure.log")
+            if log is not None:
+                shutil.copyfile(log, kept)
+            shutil.rmtree(work, ignore_errors=True)
+            print(f"error: {error}" + (f" (its output is kept in {kept})" if log is not None else ""), file=sys.stderr)
+            raise typer.Exit(1) from None
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        if output.exists():
+            output.rmdir()
+        work.rename(output)
+    finally:
+        for name in ("configs", "generated", "plugin", "ckpt", "data", "iowatt-fio-test"):
+            shutil.rmtree(scratch / name, ignore_errors=True)
+        if own_scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    report["bundle"] = str(output)
+    typer.echo(json.dumps(report, indent=2) if fmt == "json" else render_score(report))
+
+
+def rescore(root: Path, fmt: str | None) -> None:
+    """`iowatt validate --bundle DIR` on a check-machine bundle: re-predict and re-score, no hardware."""
+    from iowatt.calibration.realcheck_bundle import load
+
+    report = score(root, load(root))
+    typer.echo(json.dumps(report, indent=2) if fmt == "json" else render_score(report))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check-machine")(check_machine)

@@ -1,0 +1,86 @@
+"""Predict the real-hardware check's DLIO runs with a calibrated profile on this machine, and name what bound each.
+
+The system is the machine as measured (`calibration.realcheck_runs.machine_facts`): its cores, memory and Linux
+dirty-page ratios, the calibrated profile as its one drive.  Checkpoint saves become a `checkpoint` workload
+(DLIO 2.0 saves `model_size` bytes per rank with torch.save from tensors made before the timed save:
+regenerate none, buffered, fsync as the run does it); training runs go through the DLIO workload reader
+(scenarios.dliojob) with one emulated accelerator per MPI rank.
+
+What bound a prediction: the model is rerun with one resource doubled at a time (the CPU's per-core speed, the
+drive -- two of the calibrated drive striped --, DRAM bandwidth, the emulated accelerator's compute); the one
+whose doubling shortens the predicted run most is the binding constraint (a finite difference of the run time
+over each capacity: in a max-min fair flow model only a tight constraint moves it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from iowatt.scenarios.dliojob import parse_workload
+from iowatt.scenarios.loader import load
+from iowatt.scenarios.run import run_scenario
+
+# the VM's CPU as an inline catalog spec; only cores, core_speed and memory bandwidth shape the run times
+REFERENCE_CLOCK_MHz = 2400.0  # models/catalog/cpu.yaml: core_speed 1 is one Zen 4 core at 2.4 GHz
+# assumed: no STREAM run on this machine; a guest's share of a server socket's ~360 GB/s (cpu.yaml, EPYC 9654)
+# is not known, 10 GB/s per vCPU is a conservative single-core STREAM-class figure for DDR4/DDR5 servers
+MEMORY_GBps_PER_CORE = 10.0
+# assumed package powers: energy is not scored by the check (no power meter in a VM)
+TDP_W_PER_CORE, IDLE_W_PER_CORE = 5.0, 1.0
+BINDING_MIN_CHANGE = 0.02  # a doubling that moves the run time by less than 2 % binds nothing (the solver's noise is far below)
+
+
+def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: float = 1.0) -> dict[str, Any]:
+    cores = int(facts["cores"])
+    mhz = float(facts.get("cpu_MHz") or REFERENCE_CLOCK_MHz)
+    return {"name": "this-machine", "model": str(facts.get("cpu_model") or "this machine"), "cores": cores,
+            "tdp_W": TDP_W_PER_CORE * cores, "idle_W": IDLE_W_PER_CORE * cores, "memory_bandwidth_GBps": MEMORY_GBps_PER_CORE * cores * memory_factor,
+            "base_clock_GHz": mhz / 1e3, "core_speed": mhz / REFERENCE_CLOCK_MHz * speed_factor}
+
+
+def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, checkpoints: int, facts: dict[str, Any]) -> dict[str, Any]:
+    """The iowatt workload mapping of one DLIO run."""
+    if kind == "checkpoint":
+        shard = float(workload["checkpoint"]["model_size"])  # type: ignore[index]
+        out: dict[str, Any] = {"kind": "checkpoint", "size": shard * ranks, "ranks": ranks, "count": checkpoints, "fsync": fsync,
+                               "io_path": "buffered", "regenerate": "none"}
+        if not facts.get("dirty_bytes") and facts.get("dirty_ratio"):
+            out["dirty_ratio"] = float(facts["dirty_ratio"]) / 100.0
+            out["dirty_background_ratio"] = float(facts.get("dirty_background_ratio") or 0) / 100.0
+        return out
+    train = {k: v for k, v in workload.items() if k != "workflow"} | {"workflow": {"train": True}}
+    mapped, _ = parse_workload(train, "realcheck", lenient=False)
+    return {**mapped, "accelerators": ranks}
+
+
+def _scenario(name: str, facts: dict[str, Any], profile: str, workload: dict[str, Any], variant: str) -> dict[str, Any]:
+    storage: dict[str, Any] = {"device": f"profile:{profile}"}
+    if variant == "storage":
+        storage["count"] = 2
+    workload = dict(workload)
+    if variant == "compute" and "computation_time" in workload:
+        workload["computation_time"] = workload["computation_time"] / 2.0
+    cpu = cpu_spec(facts, 2.0 if variant == "cpu" else 1.0, 2.0 if variant == "memory" else 1.0)
+    return {"name": name, "system": {"storage": storage, "server": {"cpu": cpu, "memory": float(facts["memory_bytes"])}}, "workload": workload}
+
+
+def _time(kind: str, metrics: dict[str, float]) -> float:
+    return float(metrics["save_checkpoint_duration_mean_seconds"] if kind == "checkpoint" else metrics["simulated_seconds"])
+
+
+def predict(name: str, kind: str, workload: dict[str, Any], facts: dict[str, Any], profile: str) -> dict[str, Any]:
+    """Predicted metrics of one run, and the binding constraint with each doubling's effect on the run time."""
+    document, _ = run_scenario(load(_scenario(name, facts, profile, workload, "base")))
+    metrics = document["metrics"]
+    if kind == "checkpoint":
+        values = {"save_seconds": float(metrics["save_checkpoint_duration_mean_seconds"])}
+    else:
+        values = {"train_au_percentage": float(metrics["train_au_percentage"]), "train_io_MiB_per_second": float(metrics["train_io_mean_MiB_per_second"])}
+    base = _time(kind, metrics)
+    changes: dict[str, float] = {}
+    for variant in ("cpu", "storage", "memory") + (("compute",) if kind == "training" else ()):
+        varied, _ = run_scenario(load(_scenario(name, facts, profile, workload, variant)))
+        changes[variant] = (_time(kind, varied["metrics"]) - base) / base if base > 0 else 0.0
+    tightest = min(changes, key=lambda k: changes[k])
+    binding = tightest if changes[tightest] <= -BINDING_MIN_CHANGE else "none (fixed latencies and overheads)"
+    return {"values": values, "run_seconds": base, "binding": binding, "time_change_when_doubled": changes}
