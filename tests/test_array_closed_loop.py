@@ -38,7 +38,7 @@ def exact_mva(demands: list[float], think_s: float, n: int) -> float:
     return x
 
 
-@settings(max_examples=20, deadline=None, derandomize=True)  # CI sees one fixed sample; a random search found n=17, 52 clients, 4 units at +5.2 %
+@settings(max_examples=20, deadline=None)
 @given(demands=st.lists(st.floats(1e-4, 1e-1), min_size=1, max_size=4), think=st.floats(0.0, 0.2), n=st.integers(1, 300))
 def test_convolution_matches_the_mva_recursion(demands: list[float], think: float, n: int):
     """Oracle: exact MVA.  The log-domain convolution must agree to round-off at any population."""
