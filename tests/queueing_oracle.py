@@ -1,7 +1,7 @@
 """Per-request SimPy oracles for the concurrency laws, shared by the law, array, NFS, GDS and fio tests.
 
 Each is a closed loop: `clients` requests cycle with zero think time, one event per step of a request;
-the throughput and mean latency are measured after a 10 % warm-up (`closed_loop`).
+the throughput and mean latency are measured after a 10 % warm-up and up to the last request counted (`closed_loop`).
 """
 
 from __future__ import annotations
@@ -16,24 +16,33 @@ Step = Callable[[], Generator[Any, Any, None]]
 
 
 def closed_loop(env: simpy.Environment, clients: int, request: Step, requests: int) -> tuple[float, float]:
-    """Run `clients` loops of `request` (one request's steps) until `requests` are done: (throughput, mean latency)."""
+    """Run `clients` loops of `request` (one request's steps) until `requests` are done: (throughput, mean latency).
+
+    Measured from the (requests / 10)-th completion to the requests-th, when the run stops: a run left to
+    drain its last clients-1 requests measures a population that falls to zero at the end, and read
+    1.4 % low on average (up to 5 %) at 52 clients over 12000 requests, the array referee's +5.2 % draw."""
     done, latency = [0], [0.0]
     warm, t_warm = requests // 10, [0.0]
+    finished = env.event()
 
     def client():
-        while done[0] < requests:
+        while not finished.triggered:
             start = env.now
             yield from request()
+            if finished.triggered:
+                return
             done[0] += 1
             if done[0] > warm:
                 latency[0] += env.now - start
             if done[0] == warm:
                 t_warm[0] = env.now
+            if done[0] == requests:
+                finished.succeed()
 
     for _ in range(clients):
         env.process(client())
-    env.run()
-    measured = done[0] - warm
+    env.run(until=finished)
+    measured = requests - warm
     return measured / (env.now - t_warm[0]), latency[0] / measured
 
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 import simpy
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from iowatt.models import hdd
 from iowatt.models.closed_network import Delay, Station, solve, throughput_curve
@@ -109,9 +109,11 @@ def _array_law(n: int, clients: int, **drive: object) -> tuple[float, float]:
 
 @settings(max_examples=4, deadline=None)
 @given(n=st.integers(1, 24), clients=st.integers(1, 128), units=st.integers(1, 4), sata=st.booleans())
+@example(n=17, clients=52, units=4, sata=False)  # read +5.2 % while the oracle counted its drain (queueing_oracle.closed_loop)
 def test_ssd_array_law_matches_per_request_simulation(n: int, clients: int, units: int, sata: bool):
     """Oracle: per-request SimPy, random placement over n drives of `units` flash units behind 32 NCQ
-    slots (or none).  Throughput and mean latency within 5 %."""
+    slots (or none).  Throughput and mean latency within 5 % (the oracle's own spread: 1.3 % sd at
+    52 clients over 17 drives of 4 units, 12000 requests)."""
     l0 = 1e-3
     limit = 32 if sata else None
     x, r = _array_law(n, clients, l0=l0, units=units, limit=limit, service_s=None)
