@@ -96,6 +96,53 @@ def _training_run(name: str, model: str, scratch: Path, ranks: int, files: int, 
     return RunSpec(name, "training", ranks, workload, generate=generate)
 
 
+NULL_STEPS = (12, 36)  # two lengths: what a block costs once and what each step costs are two unknowns
+
+
+def null_runs(scratch: Path, ranks: int = 2) -> list[RunSpec]:
+    """DLIO with nothing to do, at two lengths: 4 KiB samples, a batch of one, no compute, the scored runs' ranks and
+    loader workers.  What they take is DLIO's own cost on this machine (`overheads`)."""
+    return [_training_run(f"null_{steps}", "unet3d", scratch, ranks, ranks * steps, 4096, 1, 0.0) for steps in NULL_STEPS]
+
+
+def _null_rank_times(dlio_bundle: Path) -> list[tuple[int, float, float, float]]:
+    """Per rank of a null run (raw/{rank}_output.json, DLIO 2.0): (steps, first step's wait, mean loop cost of a
+    later step = proc - load, time outside the steps = block time - sum of proc); block time = steps x batch (one)
+    / the rank's samples/s, as DLIO computes its throughput."""
+    import json
+
+    out = []
+    for path in sorted((dlio_bundle / "raw").glob("*_output.json")):
+        epoch = json.loads(path.read_text()).get("1") or {}
+        load, proc = (epoch.get("load") or {}).get("block1") or [], (epoch.get("proc") or {}).get("block1") or []
+        throughput = (epoch.get("throughput") or {}).get("block1")
+        if len(load) < 2 or len(proc) != len(load) or not throughput:
+            continue
+        loop_s = sum(p - q for p, q in zip(proc[1:], load[1:], strict=True)) / (len(proc) - 1)
+        out.append((len(proc), float(load[0]), loop_s, max(0.0, len(proc) / float(throughput) - sum(proc))))
+    if not out:
+        raise bundle.BundleError(f"bundle {dlio_bundle}: raw/*_output.json hold no per-step timings of a training block")
+    return out
+
+
+def overheads(short_runs: list[Path], long_runs: list[Path]) -> dict[str, float]:
+    """DLIO's own costs from null runs of two lengths (means over ranks and repeats):
+
+    - loader_start_seconds: the first step's wait (the workers' start-up; its 4 KiB read is nothing beside it);
+    - step_overhead_seconds: each later step's cost outside the wait for data and the compute: the loop's own
+      (proc - load) plus the per-step share of the time outside the steps (the barrier that closes each step);
+    - epoch_overhead_seconds: what the block costs once outside its steps.
+    Outside time = once + steps x per-step: the two lengths give both (a line through two points)."""
+    short = [t for d in short_runs for t in _null_rank_times(d)]
+    long = [t for d in long_runs for t in _null_rank_times(d)]
+    mean = lambda rows, i: sum(r[i] for r in rows) / len(rows)  # noqa: E731
+    steps_short, steps_long = mean(short, 0), mean(long, 0)
+    per_step = max(0.0, (mean(long, 3) - mean(short, 3)) / (steps_long - steps_short))
+    once = max(0.0, mean(short, 3) - steps_short * per_step)
+    return {"loader_start_seconds": mean(short + long, 1), "step_overhead_seconds": mean(short + long, 2) + per_step,
+            "epoch_overhead_seconds": once}
+
+
 def run_set(scratch: Path, quick: bool = False) -> list[RunSpec]:
     """The check's runs.  Sizes: a few GB of checkpoints in all, datasets of a few hundred MiB (read once per run
     after the page cache is dropped); 2 ranks, the machine's cores.  `quick` keeps one checkpoint and one training

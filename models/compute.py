@@ -107,6 +107,14 @@ class CPUSpec(BaseModel):
         description="per-core processing throughput relative to one Zen 4 core at 2.4 GHz (EPYC 9654): "
         "base clock / 2.4 GHz x per-clock throughput of the core generation; scales per-core rates of CPU-bound work",
     )
+    page_cache_write_GBps_per_core: float | None = Field(
+        default=None,
+        gt=0,
+        description="GB/s one core copies into page-cache pages it must first allocate (a buffered write() of resident "
+        "memory to a new file, below the dirty limits): measured by `iowatt check-machine`'s host probe; default: "
+        "models.host_io's reference-core figure x core_speed.  Virtual machines whose page faults exit to the hypervisor "
+        "can be ten times slower than bare metal",
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> CPUSpec:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from iowatt.models.compute import CPUSpec
 from iowatt.models.provenance import Provenance
 
 # Linux defaults (Documentation/admin-guide/sysctl/vm.rst): vm.dirty_ratio = 20, vm.dirty_background_ratio = 10
@@ -137,10 +138,31 @@ def dlio_transformer_parameters(hidden: int, layers: int, ffn_hidden: int, vocab
 # ---- per-core rates on the reference core (Zen 4 at 2.4 GHz, models.compute.CPUSpec.core_speed = 1)
 
 # torch.save of one rank: CRC-32 then copy into the page cache, one thread, in series.
-# Assumed: zlib-class CRC-32 measured 4.1 GB/s on one core of the development machine (AMD EPYC,
-# Python zlib.crc32 over 1 GiB); copy_from_user into freshly allocated page-cache pages ~4 GB/s per core
-# (a copy reads and writes each byte and allocates/charges a page per 4 KiB).  1 / (1/4.1 + 1/4) = 2.0 GB/s.
-TORCH_SAVE_GBps_PER_CORE = 2.0
+# Measured: zlib-class CRC-32 4.1 GB/s on one core of the development machine (AMD EPYC, Python zlib.crc32 over
+# 512 MiB; 4.17 GB/s again on 2026-11-24).  CRC is arithmetic on cached lines: it scales with core_speed.
+CRC32_GBps_PER_CORE = 4.1
+# Assumed, bare metal: copy_from_user into freshly allocated page-cache pages ~4 GB/s per core (a copy reads and
+# writes each byte, and the kernel allocates, zeroes nothing, and charges one page per 4 KiB: ~0.3 us of a ~1 us
+# page).  A host's own figure (CPUSpec.page_cache_write_GBps_per_core, measured by check-machine's probe) replaces
+# it: on the 2-vCPU development VM a buffered write() of resident memory ran at 0.43-0.45 GB/s (about 9 us per
+# 4 KiB page, the cost of a page fault that exits to the hypervisor: first touch of anonymous memory 8.5 us/page).
+PAGE_CACHE_WRITE_GBps_PER_CORE = 4.0
+# the reference core's torch.save rate, 1 / (1/4.1 + 1/4) = 2.0 GB/s
+TORCH_SAVE_GBps_PER_CORE = 1.0 / (1.0 / CRC32_GBps_PER_CORE + 1.0 / PAGE_CACHE_WRITE_GBps_PER_CORE)
+
+
+def page_copy_seconds_per_byte(cpu: CPUSpec) -> float:
+    """Reference-core seconds per byte copied into pages that must first be allocated (page cache, shared memory):
+    the host's measured per-core rate where it has one (seconds on its own core x its core_speed), else the
+    reference figure."""
+    if cpu.page_cache_write_GBps_per_core is None:
+        return 1.0 / (PAGE_CACHE_WRITE_GBps_PER_CORE * 1e9)
+    return cpu.core_speed / (cpu.page_cache_write_GBps_per_core * 1e9)
+
+
+def torch_save_GBps_per_core(cpu: CPUSpec) -> float:
+    """Reference-core GB/s of one rank's torch.save on this host: CRC-32 and the page-cache copy in series."""
+    return 1.0 / (1e9 * (1.0 / (CRC32_GBps_PER_CORE * 1e9) + page_copy_seconds_per_byte(cpu)))
 
 # torch.randint(high=1, dtype=int8) on CPU: one mt19937 draw + modulo per byte in a serial kernel
 # (random_from_to_kernel -> cpu_serial_kernel under the generator mutex), a few ns per element,

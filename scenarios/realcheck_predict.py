@@ -35,7 +35,32 @@ def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: fl
     mhz = float(facts.get("cpu_MHz") or REFERENCE_CLOCK_MHz)
     return {"name": "this-machine", "model": str(facts.get("cpu_model") or "this machine"), "cores": cores,
             "tdp_W": TDP_W_PER_CORE * cores, "idle_W": IDLE_W_PER_CORE * cores, "memory_bandwidth_GBps": MEMORY_GBps_PER_CORE * cores * memory_factor,
-            "base_clock_GHz": mhz / 1e3, "core_speed": mhz / REFERENCE_CLOCK_MHz * speed_factor}
+            "base_clock_GHz": mhz / 1e3, "core_speed": mhz / REFERENCE_CLOCK_MHz * speed_factor,
+            # measured by the host probe (calibration.host_probe): seconds on a core, so it scales with the core
+            "page_cache_write_GBps_per_core": (float(facts["page_cache_write_GBps_per_core"]) * speed_factor
+                                               if facts.get("page_cache_write_GBps_per_core") else None)}
+
+
+def _core_speed(facts: dict[str, Any]) -> float:
+    return float(facts.get("cpu_MHz") or REFERENCE_CLOCK_MHz) / REFERENCE_CLOCK_MHz
+
+
+def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
+    """The DLIO workload fields this machine's probes measured (none for a bundle made before they existed):
+    numpy.load's cost per npz file and per byte (reference-core units: measured seconds x core_speed), DLIO's
+    loader start-up and its costs outside compute per step and per epoch (the null runs)."""
+    out: dict[str, float] = {}
+    speed = _core_speed(facts)
+    if facts.get("npz_seconds_per_file") is not None and facts.get("npz_GBps_per_core"):
+        # DLIO 2.0's NPZReader opens a sample's file on every read (read_type on_demand): a file per sample
+        out["cpu_seconds_per_sample"] = float(facts["npz_seconds_per_file"]) * speed
+        out["cpu_bytes_per_core_second"] = float(facts["npz_GBps_per_core"]) * 1e9 / speed
+    if facts.get("loader_start_seconds") is not None:
+        out["loader_start"] = float(facts["loader_start_seconds"])
+    for fact, field in (("step_overhead_seconds", "step_overhead"), ("epoch_overhead_seconds", "epoch_overhead")):
+        if facts.get(fact) is not None:
+            out[field] = float(facts[fact])
+    return out
 
 
 def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, checkpoints: int, facts: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +75,7 @@ def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, c
         return out
     train = {k: v for k, v in workload.items() if k != "workflow"} | {"workflow": {"train": True}}
     mapped, _ = parse_workload(train, "realcheck", lenient=False)
-    return {**mapped, "accelerators": ranks}
+    return {**mapped, "accelerators": ranks, **measured_loader(facts)}
 
 
 def _scenario(name: str, facts: dict[str, Any], profile: str, workload: dict[str, Any], variant: str) -> dict[str, Any]:

@@ -71,7 +71,8 @@ def test_au_with_idle_storage_is_capped_by_the_loop_overhead():
     AU = c / (c + o) exactly, and a target above that ceiling admits no accelerator at all."""
     c, o = 2e-3, 1e-3
     p = DlioParams(model="custom", accelerator="other", record_length=4096, batch_size=1, computation_time=c, num_files=400,
-                   step_overhead=o, read_threads=2, epochs=2, au_target=0.7, search_au=True, search_steps=20, search_max_accelerators=8)
+                   step_overhead=o, epoch_overhead=0.0, read_threads=2, epochs=2, au_target=0.7, search_au=True, search_steps=20,
+                   search_max_accelerators=8)
     m = simulate(_system(), p, seed=1).metrics
     assert m["train_au_ceiling_percentage"] == pytest.approx(100 * c / (c + o), rel=1e-12)
     assert m["train_au_percentage"] <= m["train_au_ceiling_percentage"] + 1e-9

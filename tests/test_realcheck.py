@@ -148,6 +148,7 @@ KNOWN_MISSES = ("on a 2-core VM torch.save runs at a few hundred MB/s per rank, 
                 "and DLIO's npz data loader is CPU-bound, which the dlio workload does not model (docs/realcheck.md)")
 
 
+@pytest.mark.realhw
 @needs_dlio
 def test_real_loop(tmp_path: Path):
     """The reduced loop on this machine: it writes a bundle whose re-score (no hardware) gives the numbers the run printed;

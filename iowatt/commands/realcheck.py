@@ -103,9 +103,10 @@ def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], rep
 
 
 def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base: str, env: dict[str, str], quick: bool) -> RealcheckManifest:
+    from iowatt.calibration.host_probe import probe
     from iowatt.calibration.plan import load_plan
     from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
-    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, machine_facts
+    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, machine_facts, null_runs, overheads
     from iowatt.calibration.runner import collect
     from iowatt.commands.calibration import calibrate
     from iowatt.scenarios.realcheck_predict import predict, workload_for
@@ -116,12 +117,18 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     collect(scratch, load_plan("quick"), work / "fio", progress=None)
     _say("(b) calibrate")
     calibrate(work / "fio", work / "profile.yaml", base=base, name="this-machine")
-    facts = machine_facts()
-    _say(f"(c) predict {len(runs)} runs on {facts['cores']} cores, {float(facts['memory_bytes'] or 0) / 2**30:.1f} GiB, "
+    _say("(c) probe the host: page-cache writes and npz loads (host_probe), DLIO's own overheads (null runs of two lengths)")
+    facts: dict[str, Any] = {**machine_facts(), **probe(scratch)}
+    short, long = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
+    facts.update(overheads(short, long))
+    _say(f"    page-cache writes {facts['page_cache_write_GBps_per_core']:.2f} GB/s per core; npz {facts['npz_seconds_per_file'] * 1e3:.2f} ms "
+         f"per file + {facts['npz_GBps_per_core']:.2f} GB/s; DLIO: loader start {facts['loader_start_seconds']:.2f} s, "
+         f"{facts['step_overhead_seconds'] * 1e3:.1f} ms per step and {facts['epoch_overhead_seconds']:.2f} s per epoch outside compute")
+    _say(f"(d) predict {len(runs)} runs on {facts['cores']} cores, {float(facts['memory_bytes'] or 0) / 2**30:.1f} GiB, "
          f"vm.dirty_ratio {facts['dirty_ratio']} %")
     predictions = {r.name: predict(r.name, r.kind, workload_for(r.kind, r.workload, r.ranks, r.fsync, r.checkpoints, facts), facts,
                                    str(work / "profile.yaml")) for r in runs}
-    _say(f"(d) run DLIO, {repeats} repeats each")
+    _say(f"(e) run DLIO, {repeats} repeats each")
     records, caches = [], []
     for spec in runs:
         dlio_dirs = _run_dlio(spec, work, scratch, env, repeats, caches)

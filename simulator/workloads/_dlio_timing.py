@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
+from iowatt.models import host_io
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import GPURuntime
 from iowatt.simulator.storage import Access, ConcurrencyLaw, Usage
@@ -32,6 +33,19 @@ if TYPE_CHECKING:
 # cores, and MLPerf Storage v1.0's CosmoFlow result (9 H100 at AU 71.85 %, 4.88 ms steps) bounds all the time
 # outside the compute at 1.38 ms per step.
 DLIO_STEP_OVERHEAD_SECONDS = 0.32e-3
+# Time until the loader workers read, once per run: DLIO 2.0 builds PyTorch's DataLoader with persistent_workers,
+# so the worker processes are forked at the first epoch only, and each runs DLIO's worker_init (unpickling the
+# whole configuration) before its first batch.  Measured: tests/fixtures/dlio/unet3d_tiny (DLIO 2.0.0, 2 ranks,
+# 2-vCPU VM), the first step's wait of epoch 1 (0.918 and 0.915 s) less that of epoch 2 (0.014, 0.015 s) = 0.90 s.
+# A bare PyTorch DataLoader with 2 forked workers returns its first batch in 0.03-0.06 s on the same VM, so most of
+# it is DLIO's own start-up; check-machine measures it on the machine at hand with a null DLIO run.
+DLIO_LOADER_START_SECONDS = 0.90
+# Time a rank's block (DLIO 2.0: an epoch without checkpoints) spends outside its steps, once: start_block's and
+# the loop's set-up before the first step's clock, rank 0's per-block logging.  DLIO's AU divides by the block's
+# wall time less the first step, so it counts there.  Measured: the same fixture, block time (steps x batch /
+# the rank's samples/s) less the sum of its steps' proc times: 0.002, 0.183, 0.023, 0.016 s over 2 ranks x 2
+# epochs, mean 0.056 s; check-machine measures it with null runs of two lengths.
+DLIO_EPOCH_OVERHEAD_SECONDS = 0.056
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,8 @@ class DlioConfig:
     au_target: float
     framework: str
     step_overhead: float = 0.0          # seconds per step outside the loader wait and the compute
+    loader_start: float = 0.0           # seconds before the workers read, first epoch only
+    epoch_overhead: float = 0.0         # seconds per epoch and rank outside its steps
     read_pattern: str = "seq"           # seq: streams of read_block_size; rand: each request at a random place
     read_block_size: float = 2.0**20    # PyTorch readers' request size (capped at the sample)
     bytes_read_fraction: float = 1.0    # share of each record fetched from storage (parquet column selection)
@@ -100,7 +116,7 @@ class DlioRun:
         of the first step is excluded from AU, to keep pipeline start-up out of the average;
         samples/s still include it); the loop's own cost per step (step_overhead) is step time."""
         comp, wait = self.compute, self.wait - self.first_wait
-        overhead = self.steps * self.cfg.step_overhead
+        overhead = self.steps * self.cfg.step_overhead + self.cfg.epoch_overhead
         return np.mean(comp / (comp + wait + overhead), axis=1)
 
     def au(self) -> float:
@@ -169,7 +185,11 @@ class _ReadPath:
         request = Access("read", block, "rand" if cfg.read_pattern == "rand" else "seq", outstanding)
         disk = system.volume.usage(request)
         cpu_coeff = 1.0 / params.cpu_bytes_per_core_second + params.cpu_seconds_per_sample / record
-        disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, cpu_coeff)]
+        # a byte read from the drive lands in a page-cache page the kernel first allocates, in the reader's
+        # context, and read() copies it out: the page work of a buffered write, reversed (models.host_io);
+        # bytes served from the page cache skip it
+        disk_cpu_coeff = cpu_coeff + host_io.page_copy_seconds_per_byte(system.host.cpu_spec)
+        disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, disk_cpu_coeff)]
         self.cache_usage: Usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff)]
         # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
         self.stream_rate = block / system.volume.qd1_latency_s(request.with_(queue_depth=1.0))
@@ -192,10 +212,10 @@ class _ReadPath:
             # the rank's single read stream is a shared constraint of all its parsing workers
             self.streams = [engine.constraint(f"dlio.r{r}.stream", self.stream_rate) for r in range(n_acc)]
             self.rank_disk_usage = [[*disk_usage, (self.streams[r], 1.0)] for r in range(n_acc)]
-            self.worker_disk_rate = self.worker_cache_rate
+            self.worker_disk_rate = 1.0 / disk_cpu_coeff
         else:
             self.rank_disk_usage = [disk_usage] * n_acc
-            self.worker_disk_rate = min(self.worker_cache_rate, self.stream_rate)
+            self.worker_disk_rate = min(1.0 / disk_cpu_coeff, self.stream_rate)
 
     def stream_started(self, rank: int, delta: int) -> None:
         """A disk flow of `rank` started (+1) or ended (-1): follow the volume's concurrency law."""
@@ -228,8 +248,10 @@ class _Training:
         self.epoch_start = 0.0
 
     def worker(self, rank: int, epoch: int, queue: simpy.Store, slots: simpy.Container, counter: list[int],
-               cached: bool) -> Generator[simpy.Event, object, None]:
+               cached: bool, start: float) -> Generator[simpy.Event, object, None]:
         env, path, out = self.env, self.path, self.out
+        if start > 0.0:
+            yield env.timeout(start)  # the worker process starts (DLIO_LOADER_START_SECONDS)
         usage = path.cache_usage if cached else path.rank_disk_usage[rank]
         rate = path.worker_cache_rate if cached else path.worker_disk_rate
         steps, bs = out.steps, out.cfg.batch_size
@@ -252,7 +274,8 @@ class _Training:
             else:
                 out.totals.bytes_disk += amount
             out.delivered[epoch, rank] += 1
-            out.last_delivery[epoch, rank] = env.now - self.epoch_start
+            # from the workers' start: the supply rate of the AU search is a steady-state rate
+            out.last_delivery[epoch, rank] = env.now - self.epoch_start - start
             yield queue.put(index)
 
     def trainer(self, rank: int, epoch: int, cached: bool) -> Generator[simpy.Event, object, None]:
@@ -262,8 +285,9 @@ class _Training:
         queue = simpy.Store(env)
         slots = simpy.Container(env, init=threads * prefetch, capacity=threads * prefetch)
         counter = [0]
+        start = out.cfg.loader_start if epoch == 0 else 0.0
         for _ in range(threads):
-            env.process(self.worker(rank, epoch, queue, slots, counter, cached))
+            env.process(self.worker(rank, epoch, queue, slots, counter, cached, start))
         for _step in range(out.steps):
             asked = env.now
             yield queue.get()
@@ -283,6 +307,8 @@ class _Training:
             out.compute[epoch, rank] += env.now - started
             if self.keep_steps:
                 out.step_timings.append([epoch, rank, got - asked, env.now - started])
+        if out.cfg.epoch_overhead > 0.0:
+            yield env.timeout(out.cfg.epoch_overhead)  # the block's own bookkeeping outside its steps
 
     def epochs(self) -> Generator[simpy.Event, object, None]:
         env, out = self.env, self.out

@@ -120,10 +120,11 @@ class CheckpointParams(BaseModel):
         description="GB/s one rank creates tensors at on a reference core (torch.randint int8, serial CPU kernel); "
         "calibrated to StorageReview's D7-PS1010 pass 1 (464 s), see models.host_io",
     )
-    save_GBps_per_rank: float = Field(
-        default=host_io.TORCH_SAVE_GBps_PER_CORE, gt=0,
+    save_GBps_per_rank: float | None = Field(
+        default=None, gt=0,
         description="GB/s one rank serializes at on a reference core (torch.save: CRC-32 + copy into the page cache); "
-        "assumed, see models.host_io",
+        "default: from the host CPU's page-cache write rate (models.host_io.torch_save_GBps_per_core: 2.0 on the "
+        "reference core, less on a host whose page faults are slow)",
     )
     dirty_ratio: Fraction = Field(default=host_io.DEFAULT_DIRTY_RATIO, gt=0, le=1, description="Linux vm.dirty_ratio (default 20 %)")
     dirty_background_ratio: Fraction = Field(
@@ -291,8 +292,9 @@ class _RankSaver:
         self.read_usage = system.volume.usage(Access("read", params.block_size, "seq", max(1, plan.writers)))
         # host side (models.host_io): reference-core-seconds per byte of each part, one core per rank
         self.core_speed = system.host.cpu_spec.core_speed
-        save_cost = 1.0 / (params.save_GBps_per_rank * 1e9)
-        made_cost = host_io.serial_seconds_per_byte(params.generate_GBps_per_rank * 1e9, params.save_GBps_per_rank * 1e9)
+        save_GBps = params.save_GBps_per_rank or host_io.torch_save_GBps_per_core(system.host.cpu_spec)
+        save_cost = 1.0 / (save_GBps * 1e9)
+        made_cost = host_io.serial_seconds_per_byte(params.generate_GBps_per_rank * 1e9, save_GBps * 1e9)
         self.weight_cost = made_cost if params.regenerate in ("weights", "all") else save_cost
         self.optimizer_cost = made_cost if params.regenerate == "all" else save_cost
         self.cores = [engine.constraint(f"ckpt.rank{r}.core", self.core_speed) for r in range(len(plan.parts))]

@@ -7,7 +7,11 @@ data loader:
     or one random request per small file with read_pattern: rand), host DRAM
     (DMA into the page cache, copy to the reader: `dram_bytes_per_byte`) and host
     CPU (`cpu_bytes_per_core_second` of file parsing per core, plus
-    `cpu_seconds_per_sample` of decoding where a real loader does it);
+    `cpu_seconds_per_sample` of opening and decoding where a real loader does it; a
+    byte read from the drive also costs the allocation of its page-cache page and the
+    copy out, at the host's rate, models.host_io.page_copy_seconds_per_byte);
+  - the workers start `loader_start` after the first epoch begins (process start-up),
+    a wait that falls in the first step (left out of AU, in the epoch time);
   - a worker is one process with one synchronous request in flight, so its rate is
     at most one core's worth and block / R(n), R the mean request latency while the
     drives hold all n streams reading at that instant (Little's law per stream; SSDs:
@@ -57,7 +61,14 @@ from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads._dlio_timing import DLIO_STEP_OVERHEAD_SECONDS, DlioConfig, DlioRun, simulate
+from iowatt.simulator.workloads._dlio_timing import (
+    DLIO_EPOCH_OVERHEAD_SECONDS,
+    DLIO_LOADER_START_SECONDS,
+    DLIO_STEP_OVERHEAD_SECONDS,
+    DlioConfig,
+    DlioRun,
+    simulate,
+)
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MiB = 2**20
@@ -135,6 +146,16 @@ class DlioParams(BaseModel):
         description="time the training loop spends per step outside the loader wait and the compute (DLIO's per-step "
         "bookkeeping); measured, see _dlio_timing.DLIO_STEP_OVERHEAD_SECONDS",
     )
+    loader_start: Seconds = Field(
+        default=DLIO_LOADER_START_SECONDS, ge=0,
+        description="time from the first epoch's start until the loader workers read (DLIO forks persistent PyTorch "
+        "workers once per run and each rebuilds DLIO's configuration); measured, see _dlio_timing.DLIO_LOADER_START_SECONDS",
+    )
+    epoch_overhead: Seconds = Field(
+        default=DLIO_EPOCH_OVERHEAD_SECONDS, ge=0,
+        description="time each rank spends per epoch outside its steps (DLIO's block set-up and logging); in the AU's "
+        "denominator and the epoch time; measured, see _dlio_timing.DLIO_EPOCH_OVERHEAD_SECONDS",
+    )
     epochs: int = Field(default=1, ge=1, le=1000)
     total_training_steps: int | None = Field(default=None, ge=1, description="cap on steps per accelerator per epoch (DLIO train.total_training_steps)")
     read_block_size: Bytes | None = Field(
@@ -162,7 +183,8 @@ class DlioParams(BaseModel):
         default=3.0, ge=0, description="DRAM traffic per byte read from the drive: DMA into the page cache, copy out (read + write)"
     )
     cpu_bytes_per_core_second: Bytes = Field(default=2e9, gt=0, description="loader parsing rate per core (assumed: numpy/tfrecord decode ~2 GB/s per core)")
-    cpu_seconds_per_sample: Seconds = Field(default=0.0, ge=0, description="extra CPU per sample (decode/augment, e.g. JPEG); DLIO itself adds none")
+    cpu_seconds_per_sample: Seconds = Field(
+        default=0.0, ge=0, description="CPU per sample beyond the bytes (opening and parsing a file, decode/augment, e.g. JPEG), reference core")
     page_cache: bool = Field(default=True, description="serve epochs after the first from DRAM when the dataset fits")
     page_cache_fraction: float = Field(default=0.8, gt=0, le=1, description="share of host memory the page cache may hold")
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
@@ -215,6 +237,8 @@ class DlioParams(BaseModel):
             au_target=float(self.au_target if self.au_target is not None else p["au_target"]),
             framework=self.framework or p["framework"],
             step_overhead=float(self.step_overhead),
+            loader_start=float(self.loader_start),
+            epoch_overhead=float(self.epoch_overhead),
             read_pattern=self.read_pattern or p.get("read_pattern", "seq"),
             read_block_size=float(self.read_block_size if self.read_block_size is not None else p.get("read_block_size", MiB)),
             bytes_read_fraction=float(self.bytes_read_fraction if self.bytes_read_fraction is not None else p.get("bytes_read_fraction", 1.0)),

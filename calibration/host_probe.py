@@ -1,0 +1,112 @@
+"""Host probe: what this machine's CPU charges for the copies and file parsing a DLIO run does, measured directly.
+
+fio measures the drive; the host side of a checkpoint or a data loader is CPU work that fio does not see:
+
+- page-cache write rate (GB/s on one core): a buffered write() of memory the process already holds into a new file,
+  small enough to stay below the kernel's dirty-background threshold (nothing is written back while it runs).  The
+  kernel allocates, charges and fills one page-cache page per 4 KiB; on bare metal this runs at several GB/s, on a
+  virtual machine whose page allocations fault to the hypervisor ten times slower.  torch.save's copy into the page
+  cache and a PyTorch worker's collate into shared memory are this copy (models.host_io.page_copy_seconds_per_byte).
+- npz load cost: numpy.load of an uncompressed .npz from the page cache (zip directory, array header, one read into
+  a new array), timed at two sample sizes and split into a per-file cost and a per-byte rate (two equations, two
+  unknowns).  DLIO's NPZReader opens every sample's file this way.
+
+Each figure is the median of a few repeats; the files live in the scratch directory given and are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+PAGE_CACHE_PROBE_BYTES = 128 * 2**20  # x REPEATS files: well below the dirty-background share of a machine that runs the check (>= 8 GiB)
+REPEATS = 5
+NPZ_SMALL_BYTES, NPZ_LARGE_BYTES = 64 * 1024, 4 * 2**20
+NPZ_FILES = 16
+
+
+def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, repeats: int = REPEATS) -> float:
+    """GB/s of one thread's buffered write() of resident memory into new files (median of `repeats`).
+
+    Each repeat writes a new file and all are kept until the end, so every repeat takes pages from the free pool
+    as a checkpoint's new files and a cold dataset read do; rewriting one file would reuse the pages just freed,
+    which on a virtual machine are still backed by the host and ten times cheaper (0.43 against 4-5 GB/s on the
+    development VM: the guest's free pages are handed back to the hypervisor, virtio-balloon free page reporting,
+    and the next use of one faults to it)."""
+    buffer = np.ones(size, dtype=np.uint8)  # touched: its own pages are resident before the clock starts
+    folder = scratch / f".iowatt-probe-{os.getpid()}"
+    folder.mkdir()
+    rates = []
+    try:
+        for k in range(repeats):
+            fd = os.open(folder / str(k), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                start = time.perf_counter()
+                view, written = memoryview(buffer), 0
+                while written < size:
+                    written += os.write(fd, view[written:])
+                rates.append(size / (time.perf_counter() - start) / 1e9)
+            finally:
+                os.close(fd)
+    finally:
+        for file in folder.iterdir():
+            file.unlink()
+        folder.rmdir()
+    return statistics.median(rates)
+
+
+def _npz_seconds(files: list[Path], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for file in files:
+            with np.load(file, allow_pickle=True) as archive:
+                archive["x"]
+        times.append((time.perf_counter() - start) / len(files))
+    return statistics.median(times)
+
+
+def npz_load_costs(scratch: Path, repeats: int = REPEATS) -> tuple[float, float]:
+    """(seconds per file, bytes per second) of numpy.load of one-array .npz files read from the page cache."""
+    folder = scratch / f".iowatt-probe-npz-{os.getpid()}"
+    folder.mkdir()
+    try:
+        per_file = []
+        for size in (NPZ_SMALL_BYTES, NPZ_LARGE_BYTES):
+            files = [folder / f"{size}-{k}.npz" for k in range(NPZ_FILES)]
+            sample = np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8)
+            for file in files:
+                np.savez(file, x=sample)
+            _npz_seconds(files, 1)  # warm: the files are in the page cache and numpy's code is loaded
+            per_file.append(_npz_seconds(files, repeats))
+        (small_s, large_s), span = per_file, NPZ_LARGE_BYTES - NPZ_SMALL_BYTES
+        byte_s = max(large_s - small_s, 1e-12) / span
+        fixed_s = max(small_s - NPZ_SMALL_BYTES * byte_s, 0.0)
+        return fixed_s, 1.0 / byte_s
+    finally:
+        for file in folder.iterdir():
+            file.unlink()
+        folder.rmdir()
+
+
+# Linux hands free pages back to a hypervisor in batches, PAGE_REPORTING_DELAY (2 s) after they were freed
+# (mm/page_reporting.c); a DLIO run starts allocating about 10 s after the check drops the page cache (mpirun and
+# its imports).  The probe waits as long, so it sees the pool the runs see: 0.40-0.44 GB/s in three tries on the
+# development VM, against 0.46-3.3 GB/s when measured 3 s after the drop.
+SETTLE_SECONDS = 10.0
+
+
+def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, float]:
+    """The host figures the real-hardware check's predictions use (machine facts of the bundle), measured as the runs
+    meet the machine: the page cache dropped where permitted, then `settle_seconds` before the page-cache write."""
+    from iowatt.calibration.realcheck_runs import drop_caches
+
+    npz_file_s, npz_Bps = npz_load_costs(scratch)
+    drop_caches()
+    time.sleep(settle_seconds)
+    return {"page_cache_write_GBps_per_core": page_cache_write_GBps(scratch), "npz_seconds_per_file": npz_file_s,
+            "npz_GBps_per_core": npz_Bps / 1e9}
