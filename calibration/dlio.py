@@ -121,6 +121,7 @@ def rank_rows(rank: int, document: dict[str, Any]) -> list[dict[str, Any]]:
                     "block": block,
                     "steps": len(steps_proc) or len(steps_load),
                     "load_seconds": sum(steps_load),
+                    "first_load_seconds": steps_load[0] if steps_load else None,  # the loader's start-up; DLIO's AU leaves it out
                     "proc_seconds": sum(steps_proc),
                     "compute_seconds": sum(steps_compute),
                     "throughput_samples_per_second": (stats.get("throughput") or {}).get(block),

@@ -161,7 +161,9 @@ def trace_hint(run: RunRecord, repeats: list[dict[str, float]], fio: dict[str, f
     if not load or not compute:
         return "DLIO's per-step times are not in the bundle"
     step_load, step_compute = statistics.fmean(load), statistics.fmean(compute)
-    text = f"per step: waits {step_load * 1e3:.1f} ms for data, computes {step_compute * 1e3:.1f} ms"
+    first = [r["first_step_load_seconds"] for r in repeats if "first_step_load_seconds" in r]
+    text = f"first step waits {statistics.fmean(first):.2f} s (the loader's start-up); later steps " if first else "per step: "
+    text += f"wait {step_load * 1e3:.1f} ms for data, compute {step_compute * 1e3:.1f} ms"
     if step_load <= 0.1 * step_compute:
         return text + ": compute bound"
     if "seq_read_Bps" not in fio:

@@ -219,7 +219,13 @@ def measured(spec: RunSpec, dlio_bundle: Path) -> dict[str, float]:
     out = {"train_au_percentage": au, "train_io_MiB_per_second": io}
     ranks = bundle.read_csv(tables / "ranks.csv") if (tables / "ranks.csv").is_file() else []
     steps = sum(int(r.get("steps") or 0) for r in ranks)
-    if steps:
+    firsts = [_float(r.get("first_load_seconds")) for r in ranks]
+    if steps and all(f is not None for f in firsts) and steps > len(ranks):
+        # the first step's wait (the loader's start-up) apart from the later steps' (bundles from before the column: one mean)
+        out["first_step_load_seconds"] = sum(firsts) / len(firsts)  # type: ignore[arg-type]
+        out["step_load_seconds"] = (sum(_float(r.get("load_seconds")) or 0.0 for r in ranks) - sum(firsts)) / (steps - len(ranks))  # type: ignore[arg-type]
+        out["step_compute_seconds"] = sum(_float(r.get("compute_seconds")) or 0.0 for r in ranks) / steps
+    elif steps:
         for key in ("load_seconds", "compute_seconds"):
             out[f"step_{key}"] = sum(_float(r.get(key)) or 0.0 for r in ranks) / steps
     return out
