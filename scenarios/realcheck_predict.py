@@ -107,5 +107,6 @@ def predict(name: str, kind: str, workload: dict[str, Any], facts: dict[str, Any
         varied, _ = run_scenario(load(_scenario(name, facts, profile, workload, variant)))
         changes[variant] = (_time(kind, varied["metrics"]) - base) / base if base > 0 else 0.0
     tightest = min(changes, key=lambda k: changes[k])
-    binding = tightest if changes[tightest] <= -BINDING_MIN_CHANGE else "none (fixed latencies and overheads)"
+    # no single doubling moves the run: two resources bind together, or fixed latencies (start-up, overheads) dominate
+    binding = tightest if changes[tightest] <= -BINDING_MIN_CHANGE else "no single resource (co-limited, or fixed start-up and overheads)"
     return {"values": values, "run_seconds": base, "binding": binding, "time_change_when_doubled": changes}

@@ -70,3 +70,20 @@ def test_loader_start_delays_the_epoch_but_not_the_au():
     quick, slow = _dlio(0.0), _dlio(0.5)
     assert slow["simulated_seconds"] - quick["simulated_seconds"] == pytest.approx(0.5, abs=0.01)
     assert slow["train_au_percentage"] == pytest.approx(quick["train_au_percentage"], abs=0.5)
+
+
+@pytest.mark.parametrize("core_speed", [0.5, 2.0])
+def test_a_loader_worker_gets_one_host_core(core_speed: float):
+    """Oracle: the meaning of core_speed (a core of speed s does s reference-core seconds of work per second) and of a
+    worker (one process, one core).  One worker re-reading a page-cached dataset with nothing else to do: its bytes/s
+    is s x cpu_bytes_per_core_second, on a host with more cores than workers."""
+    parse_Bps = 0.5e9
+    scenario = {"name": "one-core", "system": {"storage": {"device": "micron-7450-pro"},
+                                              "server": {"cpu": _cpu(core_speed=core_speed) | {"cores": 8}, "memory": 64 * 2**30}},
+                "workload": {"kind": "dlio", "model": "custom", "record_length": 4 * MiB, "batch_size": 1, "num_files": 64,
+                             "computation_time": 1e-6, "read_threads": 1, "prefetch_size": 1, "accelerators": 1, "epochs": 2,
+                             "cpu_bytes_per_core_second": parse_Bps, "loader_start": 0.0, "epoch_overhead": 0.0, "step_overhead": 0.0,
+                             "search_au": False, "mlperf_dataset_rule": False}}
+    document, _ = run_scenario(load(scenario))
+    cached_epoch_s = document["dlio"]["epoch_time_seconds"][1]
+    assert 64 * 4 * MiB / cached_epoch_s == pytest.approx(core_speed * parse_Bps, rel=0.01)

@@ -207,15 +207,17 @@ class _ReadPath:
         self.streams: list[Constraint] = []
         if self.concurrency is not None:
             disk_usage.append((self.concurrency, 1.0))
-        self.worker_cache_rate = 1.0 / cpu_coeff  # a worker is one process: at most one core
+        # a worker is one process: at most one of the host's cores (the costs are in reference-core seconds)
+        speed = system.host.cpu_spec.core_speed
+        self.worker_cache_rate = speed / cpu_coeff
         if tensorflow:
             # the rank's single read stream is a shared constraint of all its parsing workers
             self.streams = [engine.constraint(f"dlio.r{r}.stream", self.stream_rate) for r in range(n_acc)]
             self.rank_disk_usage = [[*disk_usage, (self.streams[r], 1.0)] for r in range(n_acc)]
-            self.worker_disk_rate = 1.0 / disk_cpu_coeff
+            self.worker_disk_rate = speed / disk_cpu_coeff
         else:
             self.rank_disk_usage = [disk_usage] * n_acc
-            self.worker_disk_rate = min(1.0 / disk_cpu_coeff, self.stream_rate)
+            self.worker_disk_rate = min(speed / disk_cpu_coeff, self.stream_rate)
 
     def stream_started(self, rank: int, delta: int) -> None:
         """A disk flow of `rank` started (+1) or ended (-1): follow the volume's concurrency law."""
