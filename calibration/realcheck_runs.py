@@ -97,18 +97,20 @@ def _training_run(name: str, model: str, scratch: Path, ranks: int, files: int, 
 
 
 NULL_STEPS = (12, 36)  # two lengths: what a block costs once and what each step costs are two unknowns
+NULL_BATCH, NULL_BATCH_STEPS = 16, 24  # and a third run with 16 samples per step: what a sample costs the loader
 
 
 def null_runs(scratch: Path, ranks: int = 2) -> list[RunSpec]:
-    """DLIO with nothing to do, at two lengths: 4 KiB samples, a batch of one, no compute, the scored runs' ranks and
-    loader workers.  What they take is DLIO's own cost on this machine (`overheads`)."""
-    return [_training_run(f"null_{steps}", "unet3d", scratch, ranks, ranks * steps, 4096, 1, 0.0) for steps in NULL_STEPS]
+    """DLIO with nothing to do: 4 KiB samples, no compute, the scored runs' ranks and loader workers; a batch of one
+    at two lengths, then a batch of NULL_BATCH.  What they take is DLIO's own cost on this machine (`overheads`)."""
+    return [*(_training_run(f"null_{steps}", "unet3d", scratch, ranks, ranks * steps, 4096, 1, 0.0) for steps in NULL_STEPS),
+            _training_run(f"null_b{NULL_BATCH}", "unet3d", scratch, ranks, ranks * NULL_BATCH_STEPS * NULL_BATCH, 4096, NULL_BATCH, 0.0)]
 
 
-def _null_rank_times(dlio_bundle: Path) -> list[tuple[int, float, float, float]]:
+def _null_rank_times(dlio_bundle: Path, batch: int = 1) -> list[tuple[int, float, float, float, float]]:
     """Per rank of a null run (raw/{rank}_output.json, DLIO 2.0): (steps, first step's wait, mean loop cost of a
-    later step = proc - load, time outside the steps = block time - sum of proc); block time = steps x batch (one)
-    / the rank's samples/s, as DLIO computes its throughput."""
+    later step = proc - load, time outside the steps = block time - sum of proc, mean wait of a later step for its
+    batch); block time = steps x batch / the rank's samples/s, as DLIO computes its throughput."""
     import json
 
     out = []
@@ -119,33 +121,47 @@ def _null_rank_times(dlio_bundle: Path) -> list[tuple[int, float, float, float]]
         if len(load) < 2 or len(proc) != len(load) or not throughput:
             continue
         loop_s = sum(p - q for p, q in zip(proc[1:], load[1:], strict=True)) / (len(proc) - 1)
-        out.append((len(proc), float(load[0]), loop_s, max(0.0, len(proc) / float(throughput) - sum(proc))))
+        outside_s = max(0.0, len(proc) * batch / float(throughput) - sum(proc))
+        out.append((len(proc), float(load[0]), loop_s, outside_s, sum(load[1:]) / (len(load) - 1)))
     if not out:
         raise bundle.BundleError(f"bundle {dlio_bundle}: raw/*_output.json hold no per-step timings of a training block")
     return out
 
 
-def overheads(short_runs: list[Path], long_runs: list[Path]) -> dict[str, float]:
+def overheads(short_runs: list[Path], long_runs: list[Path], batch_runs: list[Path], cores: int) -> dict[str, float]:
     """DLIO's own costs from null runs of two lengths, over their ranks and repeats:
 
     - loader_start_seconds: the first step's wait (the workers' start-up; its 4 KiB read is nothing beside it),
       the median over ranks and runs;
     - step_overhead_seconds: each later step's cost outside the wait for data and the compute: the loop's own
       (proc - load) plus the per-step share of the time outside the steps (the barrier that closes each step);
-    - epoch_overhead_seconds: what the block costs once outside its steps.
+    - epoch_overhead_seconds: what the block costs once outside its steps;
+    - loader_seconds_per_sample: core-seconds the loader spends on a 4 KiB sample (opening its file after the page
+      cache was dropped, numpy.load, DLIO's reader and the collate): a later step's time with a batch of NULL_BATCH
+      less that with a batch of one, per extra sample, x cores / ranks -- with no compute to hide behind, every
+      rank's workers share all the cores, so a rank's wall second is cores / ranks core-seconds.
     Outside time = once + steps x per-step: the two lengths give both (a line through two points); the others are
     means over ranks and runs."""
     short = [t for d in short_runs for t in _null_rank_times(d)]
     long = [t for d in long_runs for t in _null_rank_times(d)]
     mean = lambda rows, i: sum(r[i] for r in rows) / len(rows)  # noqa: E731
     steps_short, steps_long = mean(short, 0), mean(long, 0)
+    if steps_long <= steps_short:
+        raise bundle.BundleError(f"null runs: expected the long runs to take more steps than the short, found {steps_long:g} and {steps_short:g}")
     per_step = max(0.0, (mean(long, 3) - mean(short, 3)) / (steps_long - steps_short))
     once = max(0.0, mean(short, 3) - steps_short * per_step)
     # the start-up's median: one slow start among few (0.25-1.2 s seen on the development VM) does not set it
     starts = sorted(r[1] for r in short + long)
     start = (starts[(len(starts) - 1) // 2] + starts[len(starts) // 2]) / 2.0
+    # a later step's time: its wait for the batch, the loop's own cost, and its share of the time outside the steps
+    # less the once-per-block part (one rank's wait for a batch shows as the other's wait at the step's barrier)
+    batched = [t for d in batch_runs for t in _null_rank_times(d, NULL_BATCH)]
+    step_one = mean(short + long, 4) + mean(short + long, 2) + per_step
+    step_batch = sum(r[4] + r[2] + max(0.0, r[3] - once) / r[0] for r in batched) / len(batched)
+    ranks = max(1, len(batched) // max(1, len(batch_runs)))
+    per_sample = max(0.0, step_batch - step_one) / (NULL_BATCH - 1) * cores / ranks
     return {"loader_start_seconds": start, "step_overhead_seconds": mean(short + long, 2) + per_step,
-            "epoch_overhead_seconds": once}
+            "epoch_overhead_seconds": once, "loader_seconds_per_sample": per_sample}
 
 
 def run_set(scratch: Path, quick: bool = False) -> list[RunSpec]:

@@ -189,8 +189,10 @@ class _ReadPath:
         # context, and read() copies it out: the page work of a buffered write, reversed (models.host_io);
         # bytes served from the page cache skip it
         disk_cpu_coeff = cpu_coeff + host_io.page_copy_seconds_per_byte(system.host.cpu_spec)
-        disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, disk_cpu_coeff)]
-        self.cache_usage: Usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff)]
+        # the costs are reference-core seconds; host.cpu counts the host's own cores, each core_speed of the reference
+        speed = system.host.cpu_spec.core_speed
+        disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, disk_cpu_coeff / speed)]
+        self.cache_usage: Usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff / speed)]
         # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
         self.stream_rate = block / system.volume.qd1_latency_s(request.with_(queue_depth=1.0))
         # SSDs: the streams' requests collide on the drives' flash units (concurrency law of models.ssd):
@@ -207,8 +209,7 @@ class _ReadPath:
         self.streams: list[Constraint] = []
         if self.concurrency is not None:
             disk_usage.append((self.concurrency, 1.0))
-        # a worker is one process: at most one of the host's cores (the costs are in reference-core seconds)
-        speed = system.host.cpu_spec.core_speed
+        # a worker is one process: at most one of the host's cores
         self.worker_cache_rate = speed / cpu_coeff
         if tensorflow:
             # the rank's single read stream is a shared constraint of all its parsing workers

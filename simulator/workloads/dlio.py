@@ -182,9 +182,12 @@ class DlioParams(BaseModel):
     dram_bytes_per_byte: float = Field(
         default=3.0, ge=0, description="DRAM traffic per byte read from the drive: DMA into the page cache, copy out (read + write)"
     )
-    cpu_bytes_per_core_second: Bytes = Field(default=2e9, gt=0, description="loader parsing rate per core (assumed: numpy/tfrecord decode ~2 GB/s per core)")
+    cpu_bytes_per_core_second: Bytes = Field(
+        default=2e9, gt=0, description="loader parsing rate of a reference core (assumed: numpy/tfrecord decode ~2 GB/s per core); "
+        "a host core does core_speed times as much")
     cpu_seconds_per_sample: Seconds = Field(
-        default=0.0, ge=0, description="CPU per sample beyond the bytes (opening and parsing a file, decode/augment, e.g. JPEG), reference core")
+        default=0.0, ge=0, description="CPU per sample beyond the bytes (opening and parsing a file, decode/augment, e.g. JPEG), in "
+        "seconds of a reference core (a host core takes 1 / core_speed as long)")
     page_cache: bool = Field(default=True, description="serve epochs after the first from DRAM when the dataset fits")
     page_cache_fraction: float = Field(default=0.8, gt=0, le=1, description="share of host memory the page cache may hold")
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
