@@ -172,7 +172,10 @@ def trace_hint(run: RunRecord, repeats: list[dict[str, float]], fio: dict[str, f
     batch = float(run.workload["reader"]["batch_size"]) * float(run.workload["dataset"]["record_length"]) * run.ranks  # type: ignore[index]
     drive_s = batch / fio["seq_read_Bps"]
     text += f"; the drive reads a step's {batch / 2**20:.1f} MiB in {drive_s * 1e3:.1f} ms at fio's {fio['seq_read_Bps'] / 1e9:.2f} GB/s"
-    return text + (": the drive" if drive_s >= 0.5 * step_load else ": the data loader (CPU: reading, decoding and collating samples), not the drive")
+    # the loader prefetches while the step computes: the drive binds when reading a step's data takes most of a step
+    busy = drive_s / (step_load + step_compute)
+    return text + (f" (busy {busy:.0%} of a step)" + (": the drive" if busy >= 0.7 else ": the data loader (CPU: opening, reading, decoding and "
+                                                              "collating samples), not the drive"))
 
 
 def slim(source: Path, target: Path) -> RealcheckManifest:
