@@ -190,7 +190,8 @@ def check_machine(
     ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
-    """Measure this machine with fio, calibrate, predict small DLIO checkpoint and training runs, run them, and score the predictions."""
+    """Measure this machine (fio for the disk, a host probe and null DLIO runs for the host side), calibrate, predict small DLIO
+    checkpoint and training runs, run them, and score the predictions."""
     from iowatt.calibration.bundle import BundleError
     from iowatt.calibration.dlio import DlioError
     from iowatt.calibration.realcheck_bundle import finalize
