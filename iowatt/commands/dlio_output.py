@@ -20,13 +20,10 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from statistics import fmean, pstdev
 from typing import Any
 
-import numpy as np
-
 from iowatt.errors import UserError
-from iowatt.models import catalog
-from iowatt.models.compute import CPUSpec
 from iowatt.output import write_bytes
 
 GiB = 2.0**30
@@ -43,6 +40,10 @@ def _hosts(document: dict[str, Any]) -> tuple[int, float, int]:
     server = system.get("server", {})
     storage = system.get("storage", {})
     hosts = int(document["metrics"].get("hosts", storage.get("clients", 1) if isinstance(storage, dict) else 1))
+    # lazy: the CLI imports every commands module at start-up, and the catalog pulls in pydantic
+    from iowatt.models import catalog
+    from iowatt.models.compute import CPUSpec
+
     cpu = catalog.spec_from("cpu", server.get("cpu", "amd-epyc-9654"))
     cores = cpu.cores * int(server.get("sockets", 1)) if isinstance(cpu, CPUSpec) else 0
     return hosts, float(server.get("memory", 256e9)) / GiB, cores
@@ -55,14 +56,14 @@ def _training_metric(document: dict[str, Any]) -> dict[str, Any]:
     record_MiB = float(detail["resolved"]["record_length"]) / MiB
     return {
         "train_au_percentage": au,
-        "train_au_mean_percentage": float(np.mean(au)),
-        "train_au_meet_expectation": "success" if np.mean(au) >= metrics["au_target_percentage"] else "fail",
-        "train_au_stdev_percentage": float(np.std(au)),
+        "train_au_mean_percentage": float(fmean(au)),
+        "train_au_meet_expectation": "success" if fmean(au) >= metrics["au_target_percentage"] else "fail",
+        "train_au_stdev_percentage": float(pstdev(au)),
         "train_throughput_samples_per_second": throughput,
-        "train_throughput_mean_samples_per_second": float(np.mean(throughput)),
-        "train_throughput_stdev_samples_per_second": float(np.std(throughput)),
-        "train_io_mean_MB_per_second": float(np.mean(throughput)) * record_MiB,
-        "train_io_stdev_MB_per_second": float(np.std(throughput)) * record_MiB,
+        "train_throughput_mean_samples_per_second": float(fmean(throughput)),
+        "train_throughput_stdev_samples_per_second": float(pstdev(throughput)),
+        "train_io_mean_MB_per_second": float(fmean(throughput)) * record_MiB,
+        "train_io_stdev_MB_per_second": float(pstdev(throughput)) * record_MiB,
     }
 
 
@@ -85,10 +86,10 @@ def _checkpoint_metric(document: dict[str, Any]) -> dict[str, Any]:
         if not seconds:
             continue
         rates = [size / GiB / s for s in seconds]
-        out[prefix + "io_mean_GB_per_second"] = metrics[prefix + "io_mean_GB_per_second"] if mlperf else float(np.mean(rates))
-        out[prefix + "io_stdev_GB_per_second"] = float(np.std(rates))
-        out[prefix + "duration_mean_seconds"] = metrics[prefix + "duration_mean_seconds"] if mlperf else float(np.mean(seconds))
-        out[prefix + "duration_stdev_seconds"] = float(np.std(seconds))
+        out[prefix + "io_mean_GB_per_second"] = metrics[prefix + "io_mean_GB_per_second"] if mlperf else float(fmean(rates))
+        out[prefix + "io_stdev_GB_per_second"] = float(pstdev(rates))
+        out[prefix + "duration_mean_seconds"] = metrics[prefix + "duration_mean_seconds"] if mlperf else float(fmean(seconds))
+        out[prefix + "duration_stdev_seconds"] = float(pstdev(seconds))
     out["checkpoint_size_GB"] = size / GiB
     return out
 
