@@ -163,6 +163,9 @@ def test_real_loop(tmp_path: Path):
     report = json.loads(_invoke("validate", "--bundle", str(tmp_path / "bundle"), "-f", "json").output)
     assert [r["measured_mean"] for r in report["metrics"]] == [r["measured_mean"] for r in printed["metrics"]]
     assert [r["predicted"] for r in report["metrics"]] == pytest.approx([r["predicted"] for r in printed["metrics"]])
+    if not manifest.caches_dropped:
+        pytest.skip("the page cache could not be dropped (needs root): the training run read data cached since it was generated, "
+                    "while the prediction reads the drive, so the comparison cannot be judged here")
     misses = [f"{r['run']} {r['metric']}: {r['error_pct']:+.0f} % (range {r['spread_pct']:.0f} %)" for r in report["metrics"]
               if abs(r["error_pct"]) > max(3.0 * r["spread_pct"], FLOOR_PCT)]
     assert not misses, f"beyond max(3 x range, {FLOOR_PCT:.0f} %): {'; '.join(misses)}"
