@@ -6,7 +6,7 @@ fio measures the drive; the host side of a checkpoint or a data loader is CPU wo
   small enough to stay below the kernel's dirty-background threshold (nothing is written back while it runs).  The
   kernel allocates, charges and fills one page-cache page per 4 KiB; on bare metal this runs at several GB/s, on a
   virtual machine whose page allocations fault to the hypervisor ten times slower.  torch.save's copy into the page
-  cache and a PyTorch worker's collate into shared memory are this copy (models.host_io.page_copy_seconds_per_byte).
+  cache is this copy, and a byte a loader reads from the drive pays the same page (models.host_io.page_copy_seconds_per_byte).
 - npz load cost: numpy.load of an uncompressed .npz from the page cache (zip directory, array header, one read into
   a new array), timed at two sample sizes and split into a per-file cost and a per-byte rate (two equations, two
   unknowns).  DLIO's NPZReader opens every sample's file this way.
@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,19 @@ PAGE_CACHE_PROBE_BYTES = 128 * 2**20  # x REPEATS files: well below the dirty-ba
 REPEATS = 5
 NPZ_SMALL_BYTES, NPZ_LARGE_BYTES = 64 * 1024, 4 * 2**20
 NPZ_FILES = 16
+
+
+@contextmanager
+def _own_folder(scratch: Path, name: str) -> Iterator[Path]:
+    """A new folder of the probe's own under `scratch`, removed with what the probe wrote in it."""
+    folder = scratch / f".iowatt-probe-{name}-{os.getpid()}"
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        for file in folder.iterdir():
+            file.unlink()
+        folder.rmdir()
 
 
 def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, repeats: int = REPEATS) -> float:
@@ -38,10 +53,8 @@ def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, rep
     development VM: the guest's free pages are handed back to the hypervisor, virtio-balloon free page reporting,
     and the next use of one faults to it)."""
     buffer = np.ones(size, dtype=np.uint8)  # touched: its own pages are resident before the clock starts
-    folder = scratch / f".iowatt-probe-{os.getpid()}"
-    folder.mkdir()
     rates = []
-    try:
+    with _own_folder(scratch, "write") as folder:
         for k in range(repeats):
             fd = os.open(folder / str(k), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
@@ -52,10 +65,6 @@ def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, rep
                 rates.append(size / (time.perf_counter() - start) / 1e9)
             finally:
                 os.close(fd)
-    finally:
-        for file in folder.iterdir():
-            file.unlink()
-        folder.rmdir()
     return statistics.median(rates)
 
 
@@ -72,9 +81,7 @@ def _npz_seconds(files: list[Path], repeats: int) -> float:
 
 def npz_load_costs(scratch: Path, repeats: int = REPEATS) -> tuple[float, float]:
     """(seconds per file, bytes per second) of numpy.load of one-array .npz files read from the page cache."""
-    folder = scratch / f".iowatt-probe-npz-{os.getpid()}"
-    folder.mkdir()
-    try:
+    with _own_folder(scratch, "npz") as folder:
         per_file = []
         for size in (NPZ_SMALL_BYTES, NPZ_LARGE_BYTES):
             files = [folder / f"{size}-{k}.npz" for k in range(NPZ_FILES)]
@@ -87,10 +94,6 @@ def npz_load_costs(scratch: Path, repeats: int = REPEATS) -> tuple[float, float]
         byte_s = max(large_s - small_s, 1e-12) / span
         fixed_s = max(small_s - NPZ_SMALL_BYTES * byte_s, 0.0)
         return fixed_s, 1.0 / byte_s
-    finally:
-        for file in folder.iterdir():
-            file.unlink()
-        folder.rmdir()
 
 
 # Linux hands free pages back to a hypervisor in batches, PAGE_REPORTING_DELAY (2 s) after they were freed

@@ -32,17 +32,20 @@ BINDING_MIN_CHANGE = 0.02  # a doubling that moves the run time by less than 2 %
 
 def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: float = 1.0) -> dict[str, Any]:
     cores = int(facts["cores"])
-    mhz = float(facts.get("cpu_MHz") or REFERENCE_CLOCK_MHz)
     return {"name": "this-machine", "model": str(facts.get("cpu_model") or "this machine"), "cores": cores,
             "tdp_W": TDP_W_PER_CORE * cores, "idle_W": IDLE_W_PER_CORE * cores, "memory_bandwidth_GBps": MEMORY_GBps_PER_CORE * cores * memory_factor,
-            "base_clock_GHz": mhz / 1e3, "core_speed": mhz / REFERENCE_CLOCK_MHz * speed_factor,
+            "base_clock_GHz": _clock_MHz(facts) / 1e3, "core_speed": _core_speed(facts) * speed_factor,
             # measured by the host probe (calibration.host_probe): seconds on a core, so it scales with the core
             "page_cache_write_GBps_per_core": (float(facts["page_cache_write_GBps_per_core"]) * speed_factor
                                                if facts.get("page_cache_write_GBps_per_core") else None)}
 
 
+def _clock_MHz(facts: dict[str, Any]) -> float:
+    return float(facts.get("cpu_MHz") or REFERENCE_CLOCK_MHz)
+
+
 def _core_speed(facts: dict[str, Any]) -> float:
-    return float(facts.get("cpu_MHz") or REFERENCE_CLOCK_MHz) / REFERENCE_CLOCK_MHz
+    return _clock_MHz(facts) / REFERENCE_CLOCK_MHz
 
 
 def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
