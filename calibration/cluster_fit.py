@@ -19,13 +19,13 @@ reads and writes are left out (each direction has its own rates).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import simpy
 from iowatt.calibration.fit import FitError, pooled_spread, sigma
-from iowatt.calibration.leastsq import fit_log
+from iowatt.calibration.leastsq import bound_note, fit_log
 from iowatt.calibration.model import Job
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.storage import Access
@@ -55,6 +55,7 @@ class ClusterFit:
     cost: float
     dof: int
     s: float
+    bounded: dict[str, str] = field(default_factory=dict)  # parameter -> the bound the jobs set on it (leastsq docstring)
 
 
 def cluster_of(system: SystemConfig) -> ClusterStorageConfig:
@@ -118,10 +119,11 @@ def fit_cluster(measured: list[Measured], system: SystemConfig, loss: str = "sof
     solved = fit_log(residuals, base, free, base, len(usable), loss)
     for name in solved.dead:
         not_informed[name] = "no training job is limited by it (its Jacobian column is zero)"
+    bounded = {n: bound_note(solved.values[n], excluded, len(usable)) for n, excluded in solved.bounded.items()}
     predicted = [float(p) for p in predict_Bps(system, solved.values, usable)]
     rows = [{"job": m.job.id, "bundle": m.bundle, "clients": m.clients, "measured_MBps": m.job.bw_Bps / 1e6, "predicted_MBps": p / 1e6,
              "error_pct": (p / m.job.bw_Bps - 1) * 100, "spread_pct": m.job.spread * 100} for m, p in zip(usable, predicted, strict=True)]
-    return ClusterFit(solved.values, solved.informed, not_informed, solved.rel_stderr, rows, solved.cost, solved.dof, solved.s)
+    return ClusterFit(solved.values, solved.informed, not_informed, solved.rel_stderr, rows, solved.cost, solved.dof, solved.s, bounded)
 
 
 def profile_document(name: str, sources: list[dict[str, Any]], scenario: str, fit: ClusterFit, held_back: list[str]) -> dict[str, Any]:
@@ -129,10 +131,11 @@ def profile_document(name: str, sources: list[dict[str, Any]], scenario: str, fi
     src = "; ".join(f"{s['bundle']} (manifest {s['manifest']}, {s['clients']} client{'s' if s['clients'] != 1 else ''} at once)" for s in sources)
     software: dict[str, Any] = {}
     client: dict[str, Any] = {}
-    for key in fit.informed:
+    for key in [*fit.informed, *fit.bounded]:
+        spread = fit.bounded.get(key) or f"+/- {100 * fit.rel_stderr.get(key, float('nan')):.2g} % (1 standard error)"
         entry = {"v": float(f"{fit.values[key]:.6g}"), "p": "calibrated", "src": src,
                  "fitted_on": [str(s["bundle"]) for s in sources],
-                 "note": f"+/- {100 * fit.rel_stderr.get(key, float('nan')):.2g} % (1 standard error); cluster described by {scenario}"}
+                 "note": f"{spread}; cluster described by {scenario}"}
         group, field = key.split(".")
         if group == "client":
             client[field] = entry
@@ -149,6 +152,7 @@ def profile_document(name: str, sources: list[dict[str, Any]], scenario: str, fi
             "scenario": scenario,
             "held_back": held_back,
             "not_informed": fit.not_informed,
+            "bounded": fit.bounded,
             "uncertainty_rel": {k: v for k, v in fit.rel_stderr.items() if math.isfinite(v)},
             "residual_scale": fit.s if math.isfinite(fit.s) else None,
             "residuals": fit.residuals,
@@ -180,6 +184,7 @@ def calibrate(bundles: list[tuple[str, int]], system: SystemConfig, scenario: st
     fit = fit_cluster(training, system)
     lines = [f"{len(fit.residuals)} jobs fitted from {len(bundles)} bundle(s), {len(held)} held back"]
     lines += [f"  {key:20s} {fit.values[key]:14.6g}  +/- {fit.rel_stderr[key]:.1%}" for key in fit.informed]
+    lines += [f"  {key:20s} {fit.values[key]:14.6g}  ({why})" for key, why in fit.bounded.items()]
     lines += [f"  {key:20s} kept ({why})" for key, why in fit.not_informed.items()]
     errors = sorted(abs(r["error_pct"]) for r in fit.residuals)
     lines.append(f"  training residuals: median |error| {errors[len(errors) // 2]:.1f} %, max {errors[-1]:.1f} %")

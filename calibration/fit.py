@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from iowatt.calibration.leastsq import fit_log
+from iowatt.calibration.leastsq import bound_note, fit_log
 from iowatt.calibration.model import ALL_FIELDS, FIELDS, Job, predict
 from iowatt.models.ssd import SSDSpec
 
 SPREAD_FLOOR = 0.03  # assumed: 3 %, below the smallest run-to-run spread a 1 s fio job shows on any machine we measured
+EXTRA_STARTS = 8  # assumed: Halton starts beside the data's own guess (calibration.leastsq docstring: 150 of 150 self-made drives)
 PRIOR_DOF = 4.0  # assumed: the pooled spread counts as four extra runs of each job (see sigma)
 
 
@@ -39,7 +40,7 @@ class FitError(ValueError):
 class FitResult:
     values: dict[str, float]  # the fitted fields (fitted or base)
     informed: list[str]
-    not_informed: dict[str, str]  # field -> why
+    not_informed: dict[str, str]  # field -> why (the field keeps the base value)
     rel_stderr: dict[str, float]
     residuals: list[dict[str, Any]]
     cost: float
@@ -49,6 +50,7 @@ class FitResult:
     writes_queue: bool = True
     costs: dict[str, float] = field(default_factory=dict)  # weighted cost with writes "buffered" / "queueing"
     power: dict[str, Any] = field(default_factory=dict)
+    bounded: dict[str, str] = field(default_factory=dict)  # field -> the bound the jobs set on it (value from the jobs)
 
 
 def pooled_spread(jobs: list[Job]) -> float:
@@ -141,10 +143,11 @@ def _fit_one(jobs: list[Job], base: SSDSpec, loss: str, writes_queue: bool) -> F
         return (predicted - measured) * weights
 
     base_floats = {k: float(base_values[k]) for k in ALL_FIELDS}
-    solved = fit_log(residuals, values, free, base_floats, len(jobs), loss)
+    solved = fit_log(residuals, values, free, base_floats, len(jobs), loss, starts=EXTRA_STARTS)
     values = solved.values
     for n in solved.dead:
         not_informed[n] = "no training job is limited by it (its Jacobian column is zero)"
+    bounded = {n: bound_note(values[n], excluded, len(jobs)) for n, excluded in solved.bounded.items()}
     not_informed.setdefault("rand_write_iops", "random writes to fio's fresh test file do not reach the steady-state garbage collection it describes")
     spec = SSDSpec.model_validate({**base_values, **values})
     return FitResult(
@@ -158,6 +161,7 @@ def _fit_one(jobs: list[Job], base: SSDSpec, loss: str, writes_queue: bool) -> F
         s=solved.s,
         spec=spec,
         writes_queue=writes_queue,
+        bounded=bounded,
     )
 
 

@@ -65,7 +65,7 @@ def _fitted_values(values: dict[str, Any], result: FitResult) -> tuple[dict[str,
         fitted["active_read_W"] = values["idle_W"] + max(power["read_J_per_byte"], 0.0) * fitted["seq_read_MBps"] * 1e6
     if "write_J_per_byte" in power and "seq_write_MBps" in result.informed:
         fitted["active_write_W"] = values["idle_W"] + max(power["write_J_per_byte"], 0.0) * fitted["seq_write_MBps"] * 1e6
-    calibrated = set(result.informed) | {k for k in ("active_read_W", "active_write_W") if k in fitted}
+    calibrated = set(result.informed) | set(result.bounded) | {k for k in ("active_read_W", "active_write_W") if k in fitted}
     return fitted, calibrated
 
 
@@ -85,6 +85,8 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
             note = f"fitted by iowatt calibrate on {len(training)} jobs (base {base_name})"
             if key in result.rel_stderr:
                 note += f"; relative standard error {result.rel_stderr[key]:.2%}"
+            if key in result.bounded:
+                note += f"; {result.bounded[key]}"
             if key.startswith("active_"):
                 note += f"; incremental power from {power.get('column')} over idle_W of the base"
             fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note, "fitted_on": [bundle_path]}
@@ -156,6 +158,7 @@ def build(
             "costs": {k: _number(v) for k, v in result.costs.items()},
             "calibrated": sorted(calibrated),
             "not_informed": dict(sorted(result.not_informed.items())),
+            "bounded": dict(sorted(result.bounded.items())),
             "uncertainty": uncertainty,
             "power": result.power or None,
             "fit": {"training_jobs": len(training), "dof": result.dof, "cost": _number(result.cost), "s": _number(result.s)},

@@ -16,9 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 from iowatt.calibration import bundle, power
+from iowatt.calibration.dataset import load_jobs
 from iowatt.calibration.fioparse import parse_file
+from iowatt.calibration.model import predict
 from iowatt.calibration.runner import TEST_FILE
 from iowatt.calibration.target import backing_of as target_of
+from iowatt.models import catalog
+from iowatt.models.ssd import SSDSpec
 from typer.testing import CliRunner
 
 from iowatt.cli import app
@@ -256,8 +260,26 @@ def test_calibrate_and_validate_on_every_job(tiny, tmp_path):
     calibration = document["calibration"]
     assert calibration["writes_queue"] in (True, False) and set(calibration["costs"]) == {"buffered", "queueing"}
     entry = document["entries"]["tiny"]
-    for name in ("seq_read_MBps", "read_latency_us", "seq_write_MBps", "write_latency_us"):
-        assert entry[name]["p"] == "calibrated" and tiny["bundle"].name in entry[name]["src"]
+    # Which fields a bundle informs depends on the drive: on a fast one the 1 MiB QD2 job may stay latency-bound,
+    # on one with a write cache the 4 KiB writes may all sit at the ceiling.  Oracle (a finite difference through
+    # the drive law, independent of the fit's Jacobian): a field the profile calls not informed leaves every
+    # training job's prediction unchanged when moved the way that cannot make its term bind (a ceiling raised,
+    # a latency lowered); a calibrated one moves at least one prediction.
+    jobs = load_jobs(tiny["bundle"])
+    spec = catalog.load_file("ssd", profile).spec
+    assert isinstance(spec, SSDSpec)
+    queue = calibration["writes_queue"]
+    values = spec.model_dump()
+    for name, factor in (("seq_read_MBps", 2.0), ("rand_read_iops", 2.0), ("read_latency_us", 0.5),
+                         ("seq_write_MBps", 2.0), ("write_latency_us", 0.5)):
+        moved_spec = spec.model_copy(update={name: factor * values[name]})
+        moved = max(abs(predict(moved_spec, j, queue)["bw_Bps"] / predict(spec, j, queue)["bw_Bps"] - 1) for j in jobs)
+        if entry[name]["p"] == "calibrated":
+            assert tiny["bundle"].name in entry[name]["src"] and moved > 1e-6, (name, moved)
+        else:
+            assert "no training job is limited by it" in entry[name]["note"] and moved < 1e-6, (name, moved)
+    assert any(entry[name]["p"] == "calibrated" for name in ("seq_read_MBps", "rand_read_iops", "read_latency_us"))
+    assert any(entry[name]["p"] == "calibrated" for name in ("seq_write_MBps", "write_latency_us"))
     assert "not informed" in entry["rand_write_iops"]["note"]
     assert entry["idle_W"]["p"] != "calibrated"  # no power measured: power fields keep the base values
     device = json.loads((tiny["bundle"] / "inventory.json").read_text())["block_device"]

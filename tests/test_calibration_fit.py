@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from iowatt.calibration import fit
 from iowatt.calibration.model import FIELDS, Job, predict, service_and_latency, simulator_predict
@@ -41,7 +41,9 @@ def synthetic(truth: dict[str, float], noise: float, seed: int, jobs: list[Job] 
     for job in jobs or plan_jobs():
         bw = predict(spec, job, writes_queue)["bw_Bps"] * math.exp(rng.normal(0.0, noise))
         f = job.read_fraction
-        out.append(Job(job.id, job.rw, job.bs, job.iodepth, job.numjobs, f, bw_Bps=bw, spread=noise, runs=3, read_bw_Bps=bw * f, write_bw_Bps=bw * (1 - f)))
+        latency_us = job.inflight * job.bs / bw * 1e6  # what fio reports beside the rate (Little's law, N = X R)
+        out.append(Job(job.id, job.rw, job.bs, job.iodepth, job.numjobs, f, bw_Bps=bw, lat_us=latency_us, spread=noise, runs=3,
+                       read_bw_Bps=bw * f, write_bw_Bps=bw * (1 - f)))
     return out
 
 
@@ -170,3 +172,57 @@ def test_mixed_job_uses_both_directions():
     writes = Job("w", "randwrite", 16384.0, 8, 1, 0.0)
     rates = sorted(predict(spec, j)["bw_Bps"] for j in (reads, writes))
     assert rates[0] <= predict(spec, mix)["bw_Bps"] <= rates[1]
+
+
+# the plan of tests/test_calibration_bundle.py's live collection (the bundle CI measures on its own drive)
+TINY_PLAN_JOBS = [Job("rr1", "randread", 4096.0, 1, 1, 1.0), Job("rr8", "randread", 4096.0, 8, 1, 1.0), Job("r2", "read", float(1 << 20), 2, 1, 1.0),
+                  Job("rw1", "randwrite", 4096.0, 1, 1, 0.0), Job("rw8", "randwrite", 4096.0, 8, 1, 0.0), Job("w2", "write", float(1 << 20), 2, 1, 0.0)]
+
+
+def _moved(spec, name: str, factor: float, jobs: list[Job], writes_queue: bool) -> float:
+    moved = spec.model_copy(update={name: factor * spec.model_dump()[name]})
+    return max(abs(predict(moved, j, writes_queue)["bw_Bps"] / predict(spec, j, writes_queue)["bw_Bps"] - 1) for j in jobs)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@example(seq_read=5796.2, iops=1592052.5, read_latency=37.4, seq_write=8352.2, write_latency=69.2, writes_queue=True)  # iops bounded
+@example(seq_read=673.9, iops=383430.2, read_latency=172.0, seq_write=2399.4, write_latency=59.4, writes_queue=False)  # iops unseen
+@given(seq_read=st.floats(500.0, 60000.0), iops=st.floats(2e4, 2e6), read_latency=st.floats(10.0, 200.0),
+       seq_write=st.floats(300.0, 10000.0), write_latency=st.floats(10.0, 200.0), writes_queue=st.booleans())
+def test_a_fit_of_data_its_law_made_reproduces_them_whatever_the_drive(seq_read, iops, read_latency, seq_write, write_latency,
+                                                                      writes_queue):
+    """Oracle: data made by the law itself have a zero-residual solution (the truth), so a fit that ends with
+    residuals has left a parameter where the data exclude it.  That happened when a ceiling no job reached was
+    put back to a base value below what a job measured (the seq read ceiling of a drive behind a slower link).
+    And each field's label holds under a finite difference through the law, independent of the fit's Jacobian:
+    a field the profile keeps at the base moves no prediction by +/- 1 %; a bounded one moves some when moved
+    1 % toward the base it excludes.  (One start from the data's guess stalled on 8 of 150 such drives, at the
+    kinks of min(latency law, ceiling); the fit's extra starts are what this holds for.)"""
+    truth = {"seq_read_MBps": seq_read, "rand_read_iops": iops, "read_latency_us": read_latency,
+             "seq_write_MBps": seq_write, "write_latency_us": write_latency}
+    truth_spec = BASE.model_copy(update=truth)
+    # a drive, not a cache: its QD1 requests run at most at half its ceiling (every SSD and virtual disk measured
+    # here has several units' worth of IOPS behind its QD1 latency: 7450 80 us x 1 M IOPS = 80 units, this VM's
+    # disk about 4).  Nearer one unit the QD1 job sits on the kink of min(latency law, ceiling), where a
+    # finite-difference optimizer can stall: a known limit of the fit, not asserted here.
+    for job in TINY_PLAN_JOBS:
+        if job.iodepth == 1:
+            ceiling_s, _, latency_s = service_and_latency(truth_spec, job, writes_queue)
+            assume(latency_s >= 2.0 * ceiling_s)
+    # and small reads run faster than large ones: 4 KiB IOPS at least 4x the 128 KiB request rate (the 7450: 19x;
+    # this VM's disk: 8x).  Below 1x models.ssd.two_point_fit has no command-cost law and jumps to its fallback.
+    assume(truth_spec.rand_read_ceiling_iops >= 4.0 * seq_read * 1e6 / 131072)
+    jobs = synthetic(truth, 0.0, 0, TINY_PLAN_JOBS, writes_queue=writes_queue)
+    result = fit.fit(jobs, BASE, writes_queue=writes_queue)
+    assert max(abs(r["error_pct"]) for r in result.residuals) < 0.1, (result.residuals, result.bounded, result.not_informed)
+    assert result.spec is not None
+    base_values = BASE.model_dump()
+    for name in (*FIELDS["read"], *FIELDS["write"]):
+        if name in result.not_informed:
+            assert result.values[name] == base_values[name]
+            assert _moved(result.spec, name, 1.01, jobs, writes_queue) < 1e-9 and _moved(result.spec, name, 0.99, jobs, writes_queue) < 1e-9, name
+        elif name in result.bounded:
+            toward_base = 1.01 if base_values[name] > result.values[name] else 0.99
+            assert _moved(result.spec, name, toward_base, jobs, writes_queue) > 1e-9, name
+        else:
+            assert name in result.informed

@@ -150,6 +150,8 @@ def calibrate(
           f"(weighted cost {', '.join(f'{k} {v:.3g}' for k, v in result.costs.items())})", file=sys.stderr)
     for key in result.informed:
         print(f"  {key:18s} {result.values[key]:14.6g}  +/- {result.rel_stderr[key]:.1%}", file=sys.stderr)
+    for key, why in result.bounded.items():
+        print(f"  {key:18s} {result.values[key]:14.6g}  ({why})", file=sys.stderr)
     for key, why in result.not_informed.items():
         print(f"  {key:18s} base value ({why})", file=sys.stderr)
     for key, (sigma, _note) in spreads.items():
