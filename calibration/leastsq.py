@@ -51,12 +51,12 @@ def fit_log(residuals: Callable[[dict[str, float]], np.ndarray], start: dict[str
             base: dict[str, float], measurements: int, loss: str = "soft_l1", starts: int = 0) -> LogFit:
     """Fit the `free` parameters of `start` (the rest stay fixed) so that `residuals(values)` is least;
     `starts` more runs begin at Halton points within a factor e of `start` (module docstring), the least kept."""
-    values, result = _solve(residuals, dict(start), list(free), loss)
-    for point in _halton_starts(start, list(free), starts):
-        other_values, other = _solve(residuals, point, list(free), loss)
+    names = list(free)
+    values, result = _solve(residuals, dict(start), names, loss)
+    for point in _halton_starts(start, names, starts):
+        other_values, other = _solve(residuals, point, names, loss)
         if other.cost < result.cost * (1.0 - 1e-9) - 1e-12:
             values, result = other_values, other
-    names = list(free)
     for _ in range(RESTARTS):
         # A column that is zero at the solution may only mean the optimizer stepped past a kink of the law
         # (a latency lowered until the ceiling binds): restart with those parameters at their base values,

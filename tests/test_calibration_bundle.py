@@ -18,7 +18,6 @@ import yaml
 from iowatt.calibration import bundle, power
 from iowatt.calibration.dataset import load_jobs
 from iowatt.calibration.fioparse import parse_file
-from iowatt.calibration.model import predict
 from iowatt.calibration.runner import TEST_FILE
 from iowatt.calibration.target import backing_of as target_of
 from iowatt.models import catalog
@@ -26,26 +25,12 @@ from iowatt.models.ssd import SSDSpec
 from typer.testing import CliRunner
 
 from iowatt.cli import app
+from tests.calibration_oracle import TINY_PLAN, prediction_shift
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio); .ci/run installs it")
 
 runner = CliRunner()
 DLIO_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "dlio" / "unet3d_tiny"
-
-TINY_PLAN = {
-    "name": "tiny",
-    "runtime_s": 0.2,
-    "ramp_s": 0.05,
-    "size": "16M",
-    "jobs": [
-        {"rw": "randread", "bs": "4k", "iodepth": 1},
-        {"rw": "randread", "bs": "4k", "iodepth": 8},
-        {"rw": "read", "bs": "1m", "iodepth": 2},
-        {"rw": "randwrite", "bs": "4k", "iodepth": 1},
-        {"rw": "randwrite", "bs": "4k", "iodepth": 8},
-        {"rw": "write", "bs": "1m", "iodepth": 2},
-    ],
-}
 
 
 def invoke(*args: str):
@@ -269,11 +254,9 @@ def test_calibrate_and_validate_on_every_job(tiny, tmp_path):
     spec = catalog.load_file("ssd", profile).spec
     assert isinstance(spec, SSDSpec)
     queue = calibration["writes_queue"]
-    values = spec.model_dump()
     for name, factor in (("seq_read_MBps", 2.0), ("rand_read_iops", 2.0), ("read_latency_us", 0.5),
                          ("seq_write_MBps", 2.0), ("write_latency_us", 0.5)):
-        moved_spec = spec.model_copy(update={name: factor * values[name]})
-        moved = max(abs(predict(moved_spec, j, queue)["bw_Bps"] / predict(spec, j, queue)["bw_Bps"] - 1) for j in jobs)
+        moved = prediction_shift(spec, name, factor, jobs, queue)
         if entry[name]["p"] == "calibrated":
             assert tiny["bundle"].name in entry[name]["src"] and moved > 1e-6, (name, moved)
         else:

@@ -23,22 +23,25 @@ from iowatt.calibration.plan import quick
 from iowatt.models import catalog
 from iowatt.models import ssd as ssd_model
 
+from tests.calibration_oracle import plan_jobs, prediction_shift, tiny_plan_jobs
 from tests.queueing_oracle import law_latency
+
+TINY_JOBS = tiny_plan_jobs()  # the plan tests/test_calibration_bundle.py measures on the machine's own disk
 
 BASE = catalog.lookup("ssd", "micron-7450-pro").spec
 # a virtual disk like this project's VM (values near what its bundles fit)
 TRUTH = {"seq_read_MBps": 950.0, "rand_read_iops": 60000.0, "read_latency_us": 70.0, "seq_write_MBps": 2800.0, "write_latency_us": 110.0}
 
 
-def plan_jobs() -> list[Job]:
-    return [Job(j.id, j.rw, float(j.bs), j.iodepth, j.numjobs, j.read_fraction) for j in quick().jobs]
+def quick_jobs() -> list[Job]:
+    return plan_jobs(quick())
 
 
 def synthetic(truth: dict[str, float], noise: float, seed: int, jobs: list[Job] | None = None, writes_queue: bool = True) -> list[Job]:
     rng = np.random.default_rng(seed)
     spec = BASE.model_copy(update=truth)
     out = []
-    for job in jobs or plan_jobs():
+    for job in jobs or quick_jobs():
         bw = predict(spec, job, writes_queue)["bw_Bps"] * math.exp(rng.normal(0.0, noise))
         f = job.read_fraction
         latency_us = job.inflight * job.bs / bw * 1e6  # what fio reports beside the rate (Little's law, N = X R)
@@ -130,7 +133,7 @@ def test_holdout_keeps_every_stratum_in_training():
 def test_buffered_law_is_the_simulators_closed_loop():
     """Oracle: models.ssd.closed_loop, the law the simulator's flows use, for catalog drives; read-only jobs under either switch."""
     for entry in catalog.entries("ssd"):
-        for job in plan_jobs():
+        for job in quick_jobs():
             expected, latency = ssd_model.closed_loop(entry.spec, job.bs, job.inflight, job.read_fraction, job.pattern, overwrite=False, fill=0.0)
             got = predict(entry.spec, job, writes_queue=False)
             assert got["bw_Bps"] == pytest.approx(expected, rel=1e-12)
@@ -174,16 +177,6 @@ def test_mixed_job_uses_both_directions():
     assert rates[0] <= predict(spec, mix)["bw_Bps"] <= rates[1]
 
 
-# the plan of tests/test_calibration_bundle.py's live collection (the bundle CI measures on its own drive)
-TINY_PLAN_JOBS = [Job("rr1", "randread", 4096.0, 1, 1, 1.0), Job("rr8", "randread", 4096.0, 8, 1, 1.0), Job("r2", "read", float(1 << 20), 2, 1, 1.0),
-                  Job("rw1", "randwrite", 4096.0, 1, 1, 0.0), Job("rw8", "randwrite", 4096.0, 8, 1, 0.0), Job("w2", "write", float(1 << 20), 2, 1, 0.0)]
-
-
-def _moved(spec, name: str, factor: float, jobs: list[Job], writes_queue: bool) -> float:
-    moved = spec.model_copy(update={name: factor * spec.model_dump()[name]})
-    return max(abs(predict(moved, j, writes_queue)["bw_Bps"] / predict(spec, j, writes_queue)["bw_Bps"] - 1) for j in jobs)
-
-
 @settings(max_examples=40, deadline=None, derandomize=True)
 @example(seq_read=5796.2, iops=1592052.5, read_latency=37.4, seq_write=8352.2, write_latency=69.2, writes_queue=True)  # iops bounded
 @example(seq_read=673.9, iops=383430.2, read_latency=172.0, seq_write=2399.4, write_latency=59.4, writes_queue=False)  # iops unseen
@@ -205,14 +198,14 @@ def test_a_fit_of_data_its_law_made_reproduces_them_whatever_the_drive(seq_read,
     # here has several units' worth of IOPS behind its QD1 latency: 7450 80 us x 1 M IOPS = 80 units, this VM's
     # disk about 4).  Nearer one unit the QD1 job sits on the kink of min(latency law, ceiling), where a
     # finite-difference optimizer can stall: a known limit of the fit, not asserted here.
-    for job in TINY_PLAN_JOBS:
+    for job in TINY_JOBS:
         if job.iodepth == 1:
             ceiling_s, _, latency_s = service_and_latency(truth_spec, job, writes_queue)
             assume(latency_s >= 2.0 * ceiling_s)
     # and small reads run faster than large ones: 4 KiB IOPS at least 4x the 128 KiB request rate (the 7450: 19x;
     # this VM's disk: 8x).  Below 1x models.ssd.two_point_fit has no command-cost law and jumps to its fallback.
     assume(truth_spec.rand_read_ceiling_iops >= 4.0 * seq_read * 1e6 / 131072)
-    jobs = synthetic(truth, 0.0, 0, TINY_PLAN_JOBS, writes_queue=writes_queue)
+    jobs = synthetic(truth, 0.0, 0, TINY_JOBS, writes_queue=writes_queue)
     result = fit.fit(jobs, BASE, writes_queue=writes_queue)
     assert max(abs(r["error_pct"]) for r in result.residuals) < 0.1, (result.residuals, result.bounded, result.not_informed)
     assert result.spec is not None
@@ -220,9 +213,9 @@ def test_a_fit_of_data_its_law_made_reproduces_them_whatever_the_drive(seq_read,
     for name in (*FIELDS["read"], *FIELDS["write"]):
         if name in result.not_informed:
             assert result.values[name] == base_values[name]
-            assert _moved(result.spec, name, 1.01, jobs, writes_queue) < 1e-9 and _moved(result.spec, name, 0.99, jobs, writes_queue) < 1e-9, name
+            assert max(prediction_shift(result.spec, name, factor, jobs, writes_queue) for factor in (1.01, 0.99)) < 1e-9, name
         elif name in result.bounded:
             toward_base = 1.01 if base_values[name] > result.values[name] else 0.99
-            assert _moved(result.spec, name, toward_base, jobs, writes_queue) > 1e-9, name
+            assert prediction_shift(result.spec, name, toward_base, jobs, writes_queue) > 1e-9, name
         else:
             assert name in result.informed
