@@ -6,7 +6,10 @@ A catalog value is written either plain (names, enums) or wrapped:
 
 `p` is one of datasheet, measured, calibrated, assumed.  measured and
 calibrated values must name their source (`src`: a publication or a trace
-bundle); assumed values must give the reasoning (`note`).  A calibrated value
+bundle); assumed values must give the reasoning (`note`) and the plausible
+range of the value (`low`, `high`, `shape`, with the evidence for each end in
+`range_note`; models.uncertainty reads it).  Any value may carry a range; a
+calibrated value may carry the fit's standard error (`stderr`) instead.  A calibrated value
 also names what it was fitted on (`fitted_on`: ids of rows of a validation
 table, e.g. `amax.fio.hdd.iops`, or the path of a trace bundle), so a
 validation run can tell the rows a value was fitted on from the rows it
@@ -16,12 +19,16 @@ and keeps a provenance record per field.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 Kind = Literal["datasheet", "measured", "calibrated", "assumed"]
 KINDS: tuple[str, ...] = ("datasheet", "measured", "calibrated", "assumed")
+# uniform and log-uniform: low and high are the ends; normal: low and high are the 5 % and 95 % quantiles
+Shape = Literal["uniform", "log-uniform", "normal"]
+RANGE_KEYS: tuple[str, ...] = ("low", "high", "shape", "range_note", "stderr")
 
 
 class Provenance(BaseModel):
@@ -31,6 +38,13 @@ class Provenance(BaseModel):
     src: str = ""
     note: str = ""
     fitted_on: tuple[str, ...] = ()
+    # the plausible range of the value (see models.uncertainty): for a number, in the value's own units; for a list or
+    # mapping of numbers, factors applied to every number in it
+    low: float | None = None
+    high: float | None = None
+    shape: Shape = "uniform"
+    range_note: str = ""
+    stderr: float | None = None  # a calibrated value's standard error from its fit, in the value's units
 
     @field_validator("fitted_on", mode="before")
     @classmethod
@@ -47,7 +61,22 @@ class Provenance(BaseModel):
             raise ValueError("a calibrated value must name what it was fitted on in `fitted_on` (validation row ids or a trace bundle path)")
         if self.p != "calibrated" and self.fitted_on:
             raise ValueError(f"only a calibrated value has `fitted_on`, found it on a {self.p} value")
+        if (self.low is None) != (self.high is None):
+            raise ValueError("a range needs both `low` and `high`")
+        if self.low is not None and self.high is not None:
+            if not (math.isfinite(self.low) and math.isfinite(self.high)) or self.low > self.high:
+                raise ValueError(f"a range needs finite low <= high, found low {self.low}, high {self.high}")
+            if self.shape == "log-uniform" and self.low <= 0:
+                raise ValueError(f"a log-uniform range needs low > 0, found {self.low}")
+            if not self.range_note.strip():
+                raise ValueError("a range must give the evidence for its ends in `range_note`")
+        if self.stderr is not None and (self.p != "calibrated" or not math.isfinite(self.stderr) or self.stderr < 0):
+            raise ValueError("only a calibrated value has `stderr`, a finite number >= 0")
         return self
+
+    @property
+    def has_range(self) -> bool:
+        return self.low is not None or self.stderr is not None
 
 
 def is_wrapped(value: Any) -> bool:
@@ -61,11 +90,12 @@ def unwrap(entry: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], dic
     for key, value in entry.items():
         path = f"{prefix}{key}"
         if is_wrapped(value):
-            extra = set(value) - {"v", "p", "src", "note", "fitted_on"}
+            allowed = ("p", "src", "note", "fitted_on", *RANGE_KEYS)
+            extra = set(value) - {"v", *allowed}
             if extra:
-                raise ValueError(f"{path}: unknown provenance keys {sorted(extra)} (allowed: v, p, src, note, fitted_on)")
+                raise ValueError(f"{path}: unknown provenance keys {sorted(extra)} (allowed: v, {', '.join(allowed)})")
             try:
-                record[path] = Provenance.model_validate({k: value[k] for k in ("p", "src", "note", "fitted_on") if k in value})
+                record[path] = Provenance.model_validate({k: value[k] for k in allowed if k in value})
             except ValidationError as error:
                 raise ValueError(f"{path}: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
             plain[key] = value["v"]

@@ -1,0 +1,173 @@
+"""What is not known, as ranges: the one place that turns provenance into a distribution.
+
+Three kinds of input carry a range (DESIGN.md section 8):
+
+- catalog values: the `low`/`high`/`shape` of their provenance record (models.provenance); an `assumed` value must have
+  one, a `calibrated` one may give its fit's `stderr`, and `datasheet`/`measured` values get the spread their source
+  supports (`SOURCE_SPREAD` below) unless they give their own;
+- model constants: declared with `assumed_constant(...)` in the module that uses them and read through
+  `constant(name)` at the point of use, so a sampler can override them for one run (`overridden`);
+- scenario fields whose default stands for something the study or user did not state: declared with `assumed_field`,
+  so a field the scenario leaves unset is uncertain and one it sets is known.
+
+The engine stays deterministic: a sampler above it (scenarios/) draws values with `Range.value_at` and runs the
+engine once per draw.  Nothing here imports SimPy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from statistics import NormalDist
+from types import MappingProxyType
+from typing import Any
+
+from iowatt.models.provenance import Provenance, Shape
+from pydantic import Field
+
+# z of the 95 % quantile: a normal range's low and high are its 5 % and 95 % quantiles
+_Z90 = NormalDist().inv_cdf(0.95)
+
+
+@dataclass(frozen=True)
+class Range:
+    """A plausible range of one quantity.  uniform / log-uniform: low and high are the ends; normal: the 5 % and 95 %
+    quantiles (a fit's estimate +- 1.645 standard errors)."""
+
+    low: float
+    high: float
+    shape: Shape = "uniform"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)) or self.low > self.high:
+            raise ValueError(f"a range needs finite low <= high, found {self.low}..{self.high}")
+        if self.shape == "log-uniform" and self.low <= 0:
+            raise ValueError(f"a log-uniform range needs low > 0, found {self.low}")
+
+    def value_at(self, u: float) -> float:
+        """The quantity at quantile u in [0, 1] (the inverse CDF): what a Sobol'/LHS design point maps to."""
+        u = min(max(u, 0.0), 1.0)
+        if self.shape == "uniform":
+            return self.low + u * (self.high - self.low)
+        if self.shape == "log-uniform":
+            return math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        centre, half = (self.low + self.high) / 2, (self.high - self.low) / 2
+        if half == 0:
+            return centre
+        u = min(max(u, 1e-9), 1 - 1e-9)
+        return centre + half / _Z90 * NormalDist().inv_cdf(u)
+
+    @property
+    def median(self) -> float:
+        return self.value_at(0.5)
+
+    def relative_half_width(self) -> float:
+        """(high - low) / 2 / |median|: the width a table of intervals is judged by."""
+        mid = abs(self.median)
+        return (self.high - self.low) / 2 / mid if mid else math.inf
+
+
+# The spread a value's source supports where the record gives none, as (low, high) factors on the value.
+# datasheet: vendors' figures are "up to" ceilings that reviews reproduce to within a few per cent or fall short of;
+# measured: a review's run-to-run spread.  docs/uncertainty.md gives the evidence for each; one place for both.
+SOURCE_SPREAD: dict[str, tuple[float, float]] = {
+    "datasheet": (0.90, 1.02),
+    "measured": (0.97, 1.03),
+}
+
+
+def range_of(prov: Provenance, value: float) -> Range | None:
+    """The range a catalog or model value carries: its own, its fit's standard error, or its source's spread."""
+    if prov.low is not None and prov.high is not None:
+        return Range(prov.low, prov.high, prov.shape, prov.range_note)
+    if prov.stderr is not None:
+        return Range(value - _Z90 * prov.stderr, value + _Z90 * prov.stderr, "normal", "fit's standard error")
+    spread = SOURCE_SPREAD.get(prov.p)
+    if spread is None or not isinstance(value, int | float) or isinstance(value, bool) or value == 0:
+        return None
+    low, high = sorted((value * spread[0], value * spread[1]))
+    return Range(low, high, "uniform", f"{prov.p} spread {spread[0]:g}..{spread[1]:g} x (models.uncertainty.SOURCE_SPREAD)")
+
+
+# ------------------------------------------------------------------------------------------ model constants
+
+
+@dataclass(frozen=True)
+class AssumedConstant:
+    """A model constant nobody measured: its value, its range, and why."""
+
+    name: str       # dotted, the module's path and the constant: "models.fabric.nfs_tcp_latency_seconds"
+    value: float
+    range: Range
+    note: str       # why this value
+
+
+_CONSTANTS: dict[str, AssumedConstant] = {}
+_OVERRIDES: ContextVar[Mapping[str, float]] = ContextVar(
+    "iowatt_constant_overrides", default=MappingProxyType({}))
+
+
+def assumed_constant(name: str, value: float, *, low: float, high: float, note: str, range_note: str,
+                     shape: Shape = "uniform") -> AssumedConstant:
+    """Declare (once, at import) an assumed model constant with its range; read it with `constant(name)`."""
+    if not note.strip() or not range_note.strip():
+        raise ValueError(f"{name}: an assumed constant needs its reasoning (note) and its range's evidence (range_note)")
+    declared = AssumedConstant(name, value, Range(low, high, shape, range_note), note)
+    if not low <= value <= high:
+        raise ValueError(f"{name}: value {value} lies outside its own range {low}..{high}")
+    _CONSTANTS[name] = declared
+    return declared
+
+
+def constant(name: str) -> float:
+    """The constant's value in this run: a sampler's override where one is in force, else the declared value."""
+    override = _OVERRIDES.get().get(name)
+    return _CONSTANTS[name].value if override is None else override
+
+
+def declared_constants() -> dict[str, AssumedConstant]:
+    """Every assumed constant declared so far (import the model modules first: declaration happens at import)."""
+    return dict(_CONSTANTS)
+
+
+@contextmanager
+def overridden(values: Mapping[str, float]) -> Iterator[None]:
+    """Run a block with some constants set to drawn values (one sample of a sampler); unknown names are an error."""
+    unknown = sorted(set(values) - set(_CONSTANTS))
+    if unknown:
+        raise KeyError(f"no assumed constant named {', '.join(unknown)}")
+    token = _OVERRIDES.set({**_OVERRIDES.get(), **values})
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+# ------------------------------------------------------------------------------------------ scenario fields
+
+_RANGE_KEY = "assumed_range"
+
+
+def assumed_field(default: float, *, low: float, high: float, note: str, range_note: str, shape: Shape = "uniform",
+                  **field_kwargs: Any) -> Any:
+    """A pydantic Field whose default stands for a value the study or user did not state: the sampler draws it from
+    its range where the scenario leaves it unset (`model_fields_set`), and keeps it where the scenario sets it."""
+    Range(low, high, shape, range_note)  # refuse a malformed range at import
+    if not note.strip() or not range_note.strip():
+        raise ValueError("an assumed field needs its reasoning (note) and its range's evidence (range_note)")
+    extra = {_RANGE_KEY: {"low": low, "high": high, "shape": shape, "note": note, "range_note": range_note}}
+    return Field(default, json_schema_extra=extra, **field_kwargs)
+
+
+def field_range(json_schema_extra: object) -> Range | None:
+    """The range an `assumed_field` declared (pass the FieldInfo's json_schema_extra), or None."""
+    if not isinstance(json_schema_extra, dict):
+        return None
+    declared = json_schema_extra.get(_RANGE_KEY)
+    if not isinstance(declared, dict):
+        return None
+    return Range(float(declared["low"]), float(declared["high"]), declared["shape"], declared["range_note"])
