@@ -123,8 +123,14 @@ def assumed_constant(name: str, value: float, *, low: float, high: float, note: 
     return declared
 
 
+_READS: ContextVar[set[str] | None] = ContextVar("iowatt_constant_reads", default=None)
+
+
 def constant(name: str) -> float:
     """The constant's value in this run: a sampler's override where one is in force, else the declared value."""
+    reads = _READS.get()
+    if reads is not None:
+        reads.add(name)
     override = _OVERRIDES.get().get(name)
     return _CONSTANTS[name].value if override is None else override
 
@@ -132,6 +138,17 @@ def constant(name: str) -> float:
 def declared_constants() -> dict[str, AssumedConstant]:
     """Every assumed constant declared so far (import the model modules first: declaration happens at import)."""
     return dict(_CONSTANTS)
+
+
+@contextmanager
+def recording_reads() -> Iterator[set[str]]:
+    """Collect the names of the constants a block reads: a sampler varies only what a run actually uses."""
+    reads: set[str] = set()
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
 
 
 @contextmanager
