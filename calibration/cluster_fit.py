@@ -136,6 +136,9 @@ def profile_document(name: str, sources: list[dict[str, Any]], scenario: str, fi
         entry = {"v": float(f"{fit.values[key]:.6g}"), "p": "calibrated", "src": src,
                  "fitted_on": [str(s["bundle"]) for s in sources],
                  "note": f"{spread}; cluster described by {scenario}"}
+        stderr = fit.values[key] * fit.rel_stderr.get(key, math.nan)  # log-space standard error = relative
+        if math.isfinite(stderr):  # models.uncertainty.range_of reads it as the value's normal range
+            entry["stderr"] = float(f"{stderr:.6g}")
         group, field = key.split(".")
         if group == "client":
             client[field] = entry

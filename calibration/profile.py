@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from iowatt.calibration.fit import FitResult
 from iowatt.models import strict_yaml
-from iowatt.models.provenance import unwrap
+from iowatt.models.provenance import RANGE_KEYS, unwrap
 
 FORMAT = "iowatt-profile"
 VERSION = 1
@@ -90,6 +90,9 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
             if key.startswith("active_"):
                 note += f"; incremental power from {power.get('column')} over idle_W of the base"
             fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note, "fitted_on": [bundle_path]}
+            stderr = fitted[key] * result.rel_stderr.get(key, math.nan)  # a log-space standard error is a relative one
+            if math.isfinite(stderr):  # models.uncertainty.range_of: the value's normal range, value +- 1.645 stderr
+                fields[key]["stderr"] = _number(stderr)
             continue
         prov = base.provenance.get(key)
         if prov is None:
@@ -101,6 +104,8 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
         wrapped: dict[str, Any] = {"v": value, "p": prov.p}
         if prov.src:
             wrapped["src"] = prov.src
+        if prov.has_range:  # the base's range (models.uncertainty) stays with the value it describes
+            wrapped |= {k: v for k, v in prov.model_dump(include=set(RANGE_KEYS)).items() if v not in (None, "")}
         why = result.not_informed.get(key, "not a parameter of the fio fit")
         wrapped["note"] = "; ".join(x for x in (prov.note, f"base {base_name} value, not informed by {bundle_path}: {why}") if x)
         fields[key] = wrapped
