@@ -185,11 +185,12 @@ def _execute(executor: Executor, subjects: tuple[Subject, ...], rows: list[dict[
 
 def propagate(scenarios: Sequence[ScenarioBase], settings: Settings | None = None, executor: Executor | None = None, *,
               origins: Sequence[str] | None = None, paths: Sequence[tuple[str, ...] | None] | None = None,
-              baseline: Sequence[Document] | None = None) -> Propagation:
+              baseline: Sequence[Document] | None = None, reads: Sequence[set[str]] | None = None) -> Propagation:
     """Screen and sample the uncertain inputs of `scenarios` (one draw of each shared input per row, applied to all).
 
     `paths`: per scenario, the result paths to keep (None: the run's `metrics`); `baseline`: the runs at the given
-    values where the caller has them (else they are run here, recording the constants they read)."""
+    values where the caller has them, with the constants each read (`reads`, from models.uncertainty.recording_reads
+    around the caller's run); else they are run here, recording the constants they read."""
     from iowatt.scenarios.executors import InlineExecutor
     from iowatt.scenarios.run import run_scenario
 
@@ -201,10 +202,13 @@ def propagate(scenarios: Sequence[ScenarioBase], settings: Settings | None = Non
     subjects: list[Subject] = []
     inputs: dict[str, UncertainInput] = {}
     for i, scenario in enumerate(scenarios):
-        with recording_reads() as reads:
-            document = baseline[i] if baseline is not None else run_scenario(scenario)[0]
+        if baseline is not None:
+            document, read = baseline[i], (reads[i] if reads is not None else set())
+        else:
+            with recording_reads() as read:
+                document = run_scenario(scenario)[0]
         documents.append(document)
-        subject, found = subject_of(scenario, names[i], reads)
+        subject, found = subject_of(scenario, names[i], read)
         subjects.append(subject)
         for item in found:
             inputs.setdefault(item.key, item)
