@@ -249,23 +249,23 @@ def _sample(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
     k, m = len(result.kept), result.settings.base_points
     if k == 0:
         return
-    from scipy.stats import qmc
-
-    points = qmc.Sobol(2 * k, scramble=True, rng=seed).random_base2(int(math.log2(m)))
-    a, b = points[:, :k], points[:, k:]
-    matrices = [a, b] + [_with_column(a, b, i) for i in range(k)]
     rows = [{item.key: _draw(item, float(u)) for item, u in zip(result.kept, point, strict=True)}
-            for matrix in matrices for point in matrix]
+            for point in saltelli_design(k, m, seed)]
     for outputs, error in _execute(executor, subjects, rows, paths):
         result.rows.append(outputs)
         if outputs is None and len(result.failures) < 20:
             result.failures.append(error)
 
 
-def _with_column(a: Any, b: Any, i: int) -> Any:
-    mixed = a.copy()
-    mixed[:, i] = b[:, i]
-    return mixed
+def saltelli_design(k: int, m: int, seed: int) -> list[list[float]]:
+    """Quantiles in [0, 1) for k inputs: the m rows of A, the m rows of B, then A with column i from B for each i
+    (Saltelli et al. 2010), A and B the two halves of one scrambled Sobol' sequence in 2k dimensions (m a power of 2)."""
+    from scipy.stats import qmc
+
+    points = qmc.Sobol(2 * k, scramble=True, rng=seed).random_base2(int(math.log2(m)))
+    a, b = points[:, :k].tolist(), points[:, k:].tolist()
+    mixed = [[[*row[:i], b[n][i], *row[i + 1:]] for n, row in enumerate(a)] for i in range(k)]
+    return [*a, *b, *(row for matrix in mixed for row in matrix)]
 
 
 def _draw(item: UncertainInput, u: float) -> float:
