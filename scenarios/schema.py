@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from iowatt.models.provenance import Provenance
 from iowatt.simulator import workloads
 from iowatt.simulator.system import SystemConfig
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.ranges import UserRange
 
 
 class ScenarioBase(BaseModel):
@@ -23,6 +26,16 @@ class ScenarioBase(BaseModel):
         description="where inputs of this file come from, by field path (workload.cpu_seconds_per_sample: {p: calibrated, "
         "src, note, fitted_on: [validation row ids]}); every calibrated input names the rows it was fitted on",
     )
+
+    # inputs the user wrote as ranges (scenarios.ranges): the scenario holds each at its median
+    _user_ranges: tuple[UserRange, ...] = PrivateAttr(default=())
+
+    @property
+    def user_ranges(self) -> tuple[UserRange, ...]:
+        return self._user_ranges
+
+    def set_user_ranges(self, ranges: tuple[UserRange, ...]) -> None:
+        self._user_ranges = ranges
 
     @model_validator(mode="after")
     def _provenance_paths(self) -> ScenarioBase:

@@ -72,7 +72,12 @@ def result_tables(document: Mapping[str, object]) -> list[Table | str]:
     metrics = document.get("metrics")
     units = document.get("units")
     rows = [[str(k), format_number(v)] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
-    if isinstance(units, Mapping) and units:  # names that do not say their unit (DLIO's MB/s is MiB/s)
+    block = document.get("uncertainty")
+    if isinstance(block, Mapping) and isinstance(metrics, Mapping):  # --uncertainty: median [low, high] and what moves it
+        from iowatt.output.intervals import metrics_table
+
+        tables: list[Table | str] = metrics_table(title, metrics, block, units if isinstance(units, Mapping) and units else None)
+    elif isinstance(units, Mapping) and units:  # names that do not say their unit (DLIO's MB/s is MiB/s)
         rows = [[*row, str(units.get(row[0], ""))] for row in rows]
         tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
     else:

@@ -1,0 +1,316 @@
+"""Propagate what is not known through the (deterministic) engine: screen, sample, summarise.
+
+    result = propagate([scenario], Settings(samples=32, level=0.9), executor)
+    summary = summarise(result)            # {metric: Interval}, sensitivities; .as_dict() is the JSON block
+
+1. Inputs (scenarios.uncertain_inputs): user ranges, unset `assumed_field`s, the catalog values of the devices the
+   scenarios use, the model constants the baseline run read.  An input shared by several scenarios (same key) gets
+   one draw per sample, so a ratio of two runs is not widened by unknowns that cancel (common random numbers).
+2. Screening: one input at a time at its 5 % and 95 % quantiles, the others at their given values (2 runs per input);
+   an input that moves no output by more than `screen` (relative) is left at its value.
+3. Sampling: a Saltelli design over the kept inputs (matrices A, B and A with column i from B, from one scrambled
+   Sobol' sequence seeded by the scenario's seed: samples x (kept + 2) runs).  Every design row is a draw from the
+   inputs' joint distribution, so all rows give the interval; the A/A_B^i pairs give Sobol' total effects (Jansen).
+Runs go to any `concurrent.futures.Executor` (scenarios.executors: processes or Dask), in chunks.  A run that fails
+is counted and its reason kept, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+from iowatt.models.uncertainty import overridden, recording_reads
+from iowatt.scenarios.interval_stats import Interval, interval, jansen_total_effects, shares
+from iowatt.scenarios.loader import ScenarioError
+from iowatt.scenarios.schema import ScenarioBase
+from iowatt.scenarios.uncertain_inputs import CONSTANT_PREFIX, Subject, UncertainInput, subject_of
+
+Outputs = dict[str, float]
+Document = dict[str, Any]
+
+# An input whose 5 %-95 % swing moves every output by less than this share is left at its value.  A method setting,
+# not physics: 0.5 % is well inside the spread of any measurement the model is compared with (a review's run-to-run
+# spread is about 3 %, models.uncertainty.SOURCE_SPREAD), so such an input cannot change what a reader concludes.
+SCREEN_SHARE = 0.005
+
+
+class UncertaintyError(ScenarioError):
+    """Sampler options that cannot be used (exit 2 on the command line)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    samples: int = 32              # base points of the Saltelli design (rounded up to a power of 2)
+    level: float = 0.9             # the central interval reported
+    screen: float = SCREEN_SHARE
+    max_failed_share: float = 0.1  # more failed runs than this share: the command exits 1
+    seed: int | None = None        # default: the (first) scenario's seed
+
+    def check(self) -> Settings:
+        if not 2 <= self.samples <= 4096:
+            raise UncertaintyError(f"--samples: expected a whole number from 2 to 4096, found {self.samples}")
+        if not 0.5 <= self.level < 1.0:
+            raise UncertaintyError(f"--level: expected a probability from 0.5 up to (not including) 1, e.g. 0.9, found {self.level}")
+        return self
+
+    @property
+    def base_points(self) -> int:
+        return 1 << max(1, math.ceil(math.log2(self.samples)))
+
+
+@dataclass
+class Propagation:
+    """Everything the runs produced.  `rows[r][s]`: outputs of scenario s in design row r (None where it failed)."""
+
+    settings: Settings
+    inputs: list[UncertainInput]
+    kept: list[UncertainInput]
+    effects: dict[str, float]            # input key -> largest relative 5 %-95 % swing at screening
+    baseline: list[Document]             # the runs at the given values, one per scenario
+    rows: list[list[Outputs] | None] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    screening_runs: int = 0
+    screening_failed: int = 0
+
+    @property
+    def samples(self) -> int:
+        return len(self.rows)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for row in self.rows if row is None) + self.screening_failed
+
+    @property
+    def too_many_failed(self) -> bool:
+        runs = self.samples + self.screening_runs
+        return runs > 0 and self.failed / runs > self.settings.max_failed_share
+
+    def values(self, of: Callable[[list[Outputs]], float]) -> list[float]:
+        """`of(outputs of each scenario)` in every design row (NaN where a run failed or `of` cannot be formed)."""
+        out = []
+        for row in self.rows:
+            try:
+                out.append(float(of(row)) if row is not None else math.nan)
+            except (KeyError, ZeroDivisionError, ValueError, IndexError):
+                out.append(math.nan)
+        return out
+
+    def interval(self, of: Callable[[list[Outputs]], float], point: float) -> Interval:
+        """The quantity's median and central interval over the sample (`point`, the given values' run, when nothing is
+        uncertain or every run failed)."""
+        finite = [v for v in self.values(of) if math.isfinite(v)]
+        return interval(finite, self.settings.level) if finite else Interval(point, point, point)
+
+    def sensitivity(self, of: Callable[[list[Outputs]], float]) -> list[tuple[str, float]]:
+        """(input path, share of the quantity's spread), largest first: normalised Sobol' total effects."""
+        k, m = len(self.kept), self.settings.base_points
+        if k == 0 or not self.rows:
+            return []
+        v = self.values(of)
+        totals = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)])
+        ranked = sorted(zip((i.path for i in self.kept), shares(totals), strict=True), key=lambda p: -p[1])
+        return [(path, share) for path, share in ranked if share > 0]
+
+
+# ------------------------------------------------------------------------------------------ the runs
+
+
+def _extract(document: Document, paths: tuple[str, ...] | None) -> Outputs:
+    if paths is None:
+        metrics = document.get("metrics") or {}
+        return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    from iowatt.scenarios.validation import lookup_metric
+
+    out: Outputs = {}
+    for path in paths:
+        try:
+            out[path] = lookup_metric(document, path)
+        except KeyError:
+            continue
+    return out
+
+
+def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, float]]],
+             paths: tuple[tuple[str, ...] | None, ...]) -> list[tuple[int, list[Outputs] | None, str]]:
+    """Worker side: run each design row (input key -> drawn value) on every scenario.  Never raises."""
+    from iowatt.scenarios.loader import validate
+    from iowatt.scenarios.run import run_scenario
+
+    for subject in subjects:  # a fresh worker declares the constants when their modules are imported
+        for name in subject.constants:
+            importlib.import_module(f"iowatt.{name.rsplit('.', 1)[0]}")
+    out: list[tuple[int, list[Outputs] | None, str]] = []
+    for index, values in rows:
+        results: list[Outputs] = []
+        try:
+            for subject, wanted in zip(subjects, paths, strict=True):
+                data = copy.deepcopy(subject.data)
+                for applier in subject.appliers:
+                    if applier.key in values:
+                        applier.apply(data, values[applier.key])
+                constants = {n: values[f"{CONSTANT_PREFIX}{n}"] for n in subject.constants if f"{CONSTANT_PREFIX}{n}" in values}
+                with overridden(constants):
+                    document = run_scenario(validate(data, subject.origin))[0]
+                results.append(_extract(document, wanted))
+        except Exception as error:  # a failed draw is a counted failure of this row, not of the sample
+            reason = " | ".join(line.strip() for line in str(error).splitlines()[:3] if line.strip())
+            out.append((index, None, f"{type(error).__name__}: {reason}"))
+            continue
+        out.append((index, results, ""))
+    return out
+
+
+def _execute(executor: Executor, subjects: tuple[Subject, ...], rows: list[dict[str, float]],
+             paths: tuple[tuple[str, ...] | None, ...]) -> list[tuple[list[Outputs] | None, str]]:
+    """Every row's outputs, in row order."""
+    workers = max(1, int(getattr(executor, "iowatt_workers", 1) or 1))
+    size = max(1, math.ceil(len(rows) / (4 * workers)))
+    numbered = list(enumerate(rows))
+    futures = [executor.submit(run_rows, subjects, numbered[i:i + size], paths) for i in range(0, len(numbered), size)]
+    done: dict[int, tuple[list[Outputs] | None, str]] = {}
+    for future in futures:
+        for index, outputs, error in future.result():
+            done[index] = (outputs, error)
+    return [done[i] for i in range(len(rows))]
+
+
+# ------------------------------------------------------------------------------------------ the sampler
+
+
+def propagate(scenarios: Sequence[ScenarioBase], settings: Settings | None = None, executor: Executor | None = None, *,
+              origins: Sequence[str] | None = None, paths: Sequence[tuple[str, ...] | None] | None = None,
+              baseline: Sequence[Document] | None = None, reads: Sequence[set[str]] | None = None) -> Propagation:
+    """Screen and sample the uncertain inputs of `scenarios` (one draw of each shared input per row, applied to all).
+
+    `paths`: per scenario, the result paths to keep (None: the run's `metrics`); `baseline`: the runs at the given
+    values where the caller has them, with the constants each read (`reads`, from models.uncertainty.recording_reads
+    around the caller's run); else they are run here, recording the constants they read."""
+    from iowatt.scenarios.executors import InlineExecutor
+    from iowatt.scenarios.run import run_scenario
+
+    settings = (settings or Settings()).check()
+    executor = executor or InlineExecutor()
+    names = list(origins or [s.name or "scenario" for s in scenarios])
+    wanted = tuple(paths or [None] * len(scenarios))
+    documents: list[Document] = []
+    subjects: list[Subject] = []
+    inputs: dict[str, UncertainInput] = {}
+    for i, scenario in enumerate(scenarios):
+        if baseline is not None:
+            document, read = baseline[i], (reads[i] if reads is not None else set())
+        else:
+            with recording_reads() as read:
+                document = run_scenario(scenario)[0]
+        documents.append(document)
+        subject, found = subject_of(scenario, names[i], read)
+        subjects.append(subject)
+        for item in found:
+            inputs.setdefault(item.key, item)
+    result = Propagation(settings, list(inputs.values()), [], {}, documents)
+    frozen = tuple(subjects)
+    _screen(result, frozen, wanted, executor)
+    _sample(result, frozen, wanted, executor, settings.seed if settings.seed is not None else scenarios[0].seed)
+    return result
+
+
+def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tuple[str, ...] | None, ...],
+            executor: Executor) -> None:
+    base = [_extract(d, p) for d, p in zip(result.baseline, paths, strict=True)]
+    rows = [{item.key: item.range.value_at(u)} for item in result.inputs for u in (0.05, 0.95)]
+    outcomes = _execute(executor, subjects, rows, paths)
+    result.screening_runs = len(rows)
+    for n, item in enumerate(result.inputs):
+        (low, low_error), (high, high_error) = outcomes[2 * n], outcomes[2 * n + 1]
+        if low is None or high is None:
+            result.screening_failed += (low is None) + (high is None)
+            result.failures += [f"{item.path} at its {q} quantile: {e}" for q, e in (("5 %", low_error), ("95 %", high_error)) if e]
+            result.effects[item.key] = math.inf  # an input that breaks a run matters
+            continue
+        result.effects[item.key] = max((_swing(b.get(k), lo.get(k), hi.get(k)) for b, lo, hi in zip(base, low, high, strict=True)
+                                        for k in b), default=0.0)
+    result.kept = [i for i in result.inputs if result.effects[i.key] > result.settings.screen]
+
+
+def _swing(base: float | None, low: float | None, high: float | None) -> float:
+    if base is None or low is None or high is None:
+        return 0.0
+    scale = max(abs(base), abs(low), abs(high))
+    return abs(high - low) / scale if scale > 0 else 0.0
+
+
+def _sample(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tuple[str, ...] | None, ...],
+            executor: Executor, seed: int) -> None:
+    k, m = len(result.kept), result.settings.base_points
+    if k == 0:
+        return
+    rows = [{item.key: _draw(item, float(u)) for item, u in zip(result.kept, point, strict=True)}
+            for point in saltelli_design(k, m, seed)]
+    for outputs, error in _execute(executor, subjects, rows, paths):
+        result.rows.append(outputs)
+        if outputs is None and len(result.failures) < 20:
+            result.failures.append(error)
+
+
+def saltelli_design(k: int, m: int, seed: int) -> list[list[float]]:
+    """Quantiles in [0, 1) for k inputs: the m rows of A, the m rows of B, then A with column i from B for each i
+    (Saltelli et al. 2010), A and B the two halves of one scrambled Sobol' sequence in 2k dimensions (m a power of 2)."""
+    from scipy.stats import qmc
+
+    points = qmc.Sobol(2 * k, scramble=True, rng=seed).random_base2(int(math.log2(m)))
+    a, b = points[:, :k].tolist(), points[:, k:].tolist()
+    mixed = [[[*row[:i], b[n][i], *row[i + 1:]] for n, row in enumerate(a)] for i in range(k)]
+    return [*a, *b, *(row for matrix in mixed for row in matrix)]
+
+
+def _draw(item: UncertainInput, u: float) -> float:
+    value = item.range.value_at(u)
+    return float(round(value)) if item.integer else value
+
+
+# ------------------------------------------------------------------------------------------ the summary
+
+
+@dataclass
+class Summary:
+    """What `--uncertainty` reports for one run: each headline metric's median and interval, and the inputs that move
+    each most."""
+
+    level: float
+    samples: int
+    failed: int
+    metrics: dict[str, Interval]
+    sensitivity: list[tuple[str, str, float]]  # (input path, metric, share)
+    inputs: int
+    kept: list[str]
+    failures: list[str]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "level": self.level, "samples": self.samples, "failed": self.failed,
+            "metrics": {name: i.as_dict() for name, i in self.metrics.items()},
+            "sensitivity": [{"parameter": p, "metric": m, "share": s} for p, m, s in self.sensitivity],
+            "inputs": self.inputs, "varied": self.kept, "failures": self.failures,
+        }
+
+    def top(self, metric: str, n: int = 3) -> list[tuple[str, float]]:
+        return [(p, s) for p, m, s in self.sensitivity if m == metric][:n]
+
+
+def summarise(result: Propagation, subject: int = 0) -> Summary:
+    """The headline metrics (the run's `metrics`) of one scenario of the propagation."""
+    base = _extract(result.baseline[subject], None)
+    metrics: dict[str, Interval] = {}
+    sensitivity: list[tuple[str, str, float]] = []
+    for name, point in base.items():
+        def of(row: list[Outputs], name: str = name) -> float:
+            return row[subject][name]
+        metrics[name] = result.interval(of, point)
+        sensitivity += [(path, name, share) for path, share in result.sensitivity(of) if share >= 0.01]
+    return Summary(result.settings.level, result.samples, result.failed, metrics, sensitivity, len(result.inputs),
+                   [i.path for i in result.kept], result.failures)
