@@ -27,6 +27,7 @@ import simpy
 from iowatt.calibration.fit import FitError, pooled_spread, sigma
 from iowatt.calibration.leastsq import bound_note, fit_log
 from iowatt.calibration.model import Job
+from iowatt.calibration.profile import fitted_range
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.storage import Access
 from iowatt.simulator.storage.kinds.cluster import PROFILE_FORMAT, ClusterStorageConfig
@@ -136,9 +137,7 @@ def profile_document(name: str, sources: list[dict[str, Any]], scenario: str, fi
         entry = {"v": float(f"{fit.values[key]:.6g}"), "p": "calibrated", "src": src,
                  "fitted_on": [str(s["bundle"]) for s in sources],
                  "note": f"{spread}; cluster described by {scenario}"}
-        stderr = fit.values[key] * fit.rel_stderr.get(key, math.nan)  # log-space standard error = relative
-        if math.isfinite(stderr):  # models.uncertainty.range_of reads it as the value's normal range
-            entry["stderr"] = float(f"{stderr:.6g}")
+        entry |= fitted_range(fit.values[key], fit.rel_stderr.get(key, math.nan))  # the fit's log-normal range
         group, field = key.split(".")
         if group == "client":
             client[field] = entry

@@ -32,6 +32,7 @@ ROBUST_SCALE = 2.0  # soft-L1 loss: residuals beyond 2 sigma (a burst from a nei
 DEAD_COLUMN = 1e-6  # a Jacobian column below this norm: no measurement depends on the parameter
 UNCHANGED_RESIDUAL = 1e-9  # a weighted residual that moves less than this has not moved (float noise of the laws)
 RESTARTS = 3  # restarts from the base values of parameters whose columns vanished (fit_log)
+UNEVALUABLE = 1e3  # the weighted residual of a trial point the law cannot evaluate (_solve): 1000 sigma, never a fit
 BISECTIONS = 60  # halvings of the log interval between the fitted and the base value: below 1e-15 relative
 
 
@@ -97,8 +98,16 @@ def _solve(residuals: Callable[[dict[str, float]], np.ndarray], values: dict[str
            loss: str) -> tuple[dict[str, float], OptimizeResult]:
     """One robust least-squares run over `names` in log space from `values`: (the values it ends at, scipy's result)."""
 
+    size = len(residuals(values))
+
     def weighted(x: np.ndarray) -> np.ndarray:
-        return residuals({**values, **{n: math.exp(v) for n, v in zip(names, x, strict=True)}})
+        # a trial step that drives a parameter to 0 or infinity (e^x under- or overflows) is a point the law cannot
+        # evaluate: a large residual makes the trust region reject it and shrink, where an exception ended the fit
+        try:
+            found = residuals({**values, **{n: math.exp(v) for n, v in zip(names, x, strict=True)}})
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return np.full(size, UNEVALUABLE)
+        return np.where(np.isfinite(found), found, UNEVALUABLE)
 
     result = least_squares(weighted, np.log([values[n] for n in names]), method="trf", loss=loss, f_scale=ROBUST_SCALE,
                            diff_step=1e-4, x_scale=1.0, max_nfev=3000)

@@ -126,6 +126,54 @@ def standard() -> Plan:
     return Plan(name="standard", runtime_s=4.0, ramp_s=0.5, size=1 << 30, jobs=jobs)
 
 
+# fio job-file options a plan keeps (the rest of a job file written by `iowatt advise` is what the runner passes anyway)
+_FIO_JOB_KEYS = ("rw", "bs", "iodepth", "numjobs", "rwmixread")
+_FIO_GLOBAL_KEYS = {"runtime": "runtime_s", "ramp_time": "ramp_s", "size": "size", "ioengine": "ioengine"}
+_FIO_PASSED = ("direct", "time_based", "stonewall", "group_reporting", "randrepeat", "norandommap", "filename")
+
+
+def _seconds(text: str, where: str) -> float:
+    """fio times: a bare number is seconds; s, ms and us suffixes as fio reads them."""
+    value = text.strip().lower()
+    for suffix, scale in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0), ("m", 60.0)):
+        if value.endswith(suffix):
+            value, unit = value[: -len(suffix)], scale
+            break
+    else:
+        unit = 1.0
+    try:
+        return float(value) * unit
+    except ValueError:
+        raise PlanError(f"{where}: expected a time such as 2, 2s or 500ms, found {text!r}") from None
+
+
+def fio_file_plan(path: Path) -> dict[str, Any]:
+    """A fio job file (one [section] per job, [global] for runtime, ramp_time, size, ioengine) as a plan mapping;
+    the job files `iowatt advise -o jobs.fio` writes read back through here."""
+    import configparser
+
+    parser = configparser.ConfigParser(allow_no_value=True, interpolation=None, strict=True)
+    try:
+        parser.read_string(path.read_text(), source=str(path))
+    except (configparser.Error, UnicodeDecodeError) as error:
+        raise PlanError(f"--plan {path}: not a fio job file ({' '.join(str(error).split())})") from None
+    plan: dict[str, Any] = {"name": path.stem, "jobs": []}
+    for name in parser.sections():
+        options = dict(parser.items(name))
+        where = f"--plan {path} [{name}]"
+        known = (*_FIO_GLOBAL_KEYS, *_FIO_PASSED) if name == "global" else (*_FIO_JOB_KEYS, *_FIO_PASSED)
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise PlanError(f"{where}: expected only {', '.join(known)}, found {', '.join(unknown)}")
+        if name == "global":
+            for key, field in _FIO_GLOBAL_KEYS.items():
+                if options.get(key) is not None:
+                    plan[field] = _seconds(options[key], f"{where} {key}") if field.endswith("_s") else options[key]
+        else:
+            plan["jobs"].append({k: options[k] for k in _FIO_JOB_KEYS if options.get(k) is not None})
+    return plan
+
+
 def load_plan(spec: str) -> Plan:
     if spec == "quick":
         return quick()
@@ -134,13 +182,19 @@ def load_plan(spec: str) -> Plan:
     path = Path(spec)
     if not path.is_file():
         raise PlanError(f"--plan: expected quick, standard or a plan file, found {spec!r} (no such file)")
+    if path.suffix.lower() == ".fio":
+        return _validated(path, fio_file_plan(path))
     try:
         raw = strict_yaml.load(path.read_text()) if path.suffix.lower() in (".yaml", ".yml") else json.loads(path.read_text())
     except (yaml.YAMLError, json.JSONDecodeError) as error:
         raise PlanError(f"--plan {path}: cannot parse ({error})") from None
     if not isinstance(raw, dict):
         raise PlanError(f"--plan {path}: expected a mapping with `jobs` and/or `grid`")
-    raw = dict(raw)
+    return _validated(path, dict(raw))
+
+
+def _validated(path: Path, raw: dict[str, Any]) -> Plan:
+    """The plan of a file's mapping (a grid and/or jobs, timing), checked: one message naming what is wrong."""
     grid = raw.pop("grid", None)
     jobs = list(raw.pop("jobs", None) or [])
     try:
@@ -161,3 +215,16 @@ def load_plan(spec: str) -> Plan:
     if len(set(ids)) != len(ids):
         raise PlanError(f"--plan {path}: a job appears twice ({sorted({i for i in ids if ids.count(i) > 1})[0]})")
     return plan
+
+
+def fio_job_file(plan: Plan, header: str = "") -> str:
+    """The plan as a fio job file (`iowatt collect fio --plan FILE` reads it back; fio runs it one job after another
+    with --filename=FILE added).  `header`: comment lines, e.g. why each job is there."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += ["[global]", f"ioengine={plan.ioengine}", "direct=1", "time_based", "stonewall", "group_reporting",
+              f"runtime={round(plan.runtime_s * 1000)}ms", f"ramp_time={round(plan.ramp_s * 1000)}ms", f"size={plan.size}", ""]
+    for job in plan.jobs:
+        lines += [f"[{job.id}]", f"rw={job.rw}", f"bs={job.bs}", f"iodepth={job.iodepth}", f"numjobs={job.numjobs}"]
+        lines += [f"rwmixread={job.rwmixread}"] if job.rw == "randrw" else []
+        lines.append("")
+    return "\n".join(lines)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import yaml
@@ -51,6 +52,20 @@ def inventory_measurements(bundle_path: Path) -> dict[str, tuple[float, str]]:
     return {"capacity_TB": (size / 1e12, f"{bundle_path}/inventory.json: /sys/block/{device.get('name')}/size x 512 B")}
 
 
+def fitted_range(value: float, rel_stderr: float) -> dict[str, Any]:
+    """A fitted value's uncertainty as provenance keys: the standard error (`stderr`, first order: value x the relative
+    one), and the range the fit supports.  The fit is in log space (calibration.leastsq), so its error is normal in
+    log(value): the 5 % and 95 % quantiles are value x e^(-+1.645 rel_stderr), shape log-normal, which
+    models.uncertainty.range_of reads before `stderr` (a normal value +- 1.645 stderr would go below zero for a
+    poorly informed value).  Nothing where the fit gave no standard error."""
+    if not (math.isfinite(rel_stderr) and rel_stderr >= 0 and math.isfinite(value) and value > 0):
+        return {}
+    z = NormalDist().inv_cdf(0.95)
+    return {"stderr": _number(value * rel_stderr), "low": _number(value * math.exp(-z * rel_stderr)),
+            "high": _number(value * math.exp(z * rel_stderr)), "shape": "log-normal",
+            "range_note": f"the fit's 90 % interval: relative standard error {rel_stderr:.2%} in log space (Jacobian, s^2 (J^T J)^-1)"}
+
+
 def profile_name(output: Path) -> str:
     name = re.sub(r"[^a-z0-9]+", "-", output.stem.lower()).strip("-")
     return name or "calibrated"
@@ -70,9 +85,9 @@ def _fitted_values(values: dict[str, Any], result: FitResult) -> tuple[dict[str,
 
 
 def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, result: FitResult, training: list[str],
-                  fitted: dict[str, Any], calibrated: set[str], measured: dict[str, tuple[float, str]]) -> dict[str, Any]:
+                  fitted: dict[str, Any], calibrated: set[str], measured: dict[str, tuple[float, str]], more: list[str]) -> dict[str, Any]:
     """Every SSDSpec field with its provenance: measured on the machine, calibrated by the fit, or the base drive's."""
-    src = f"{bundle_path} (manifest {manifest.id})"
+    src = "; ".join([f"{bundle_path} (manifest {manifest.id})", *more])
     power = result.power or {}
     fields: dict[str, Any] = {}
     for key, value in base.spec.model_dump(mode="json").items():
@@ -89,10 +104,8 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
                 note += f"; {result.bounded[key]}"
             if key.startswith("active_"):
                 note += f"; incremental power from {power.get('column')} over idle_W of the base"
-            fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note, "fitted_on": [bundle_path]}
-            stderr = fitted[key] * result.rel_stderr.get(key, math.nan)  # a log-space standard error is a relative one
-            if math.isfinite(stderr):  # models.uncertainty.range_of: the value's normal range, value +- 1.645 stderr
-                fields[key]["stderr"] = _number(stderr)
+            fields[key] = {"v": _number(fitted[key]), "p": "calibrated", "src": src, "note": note, "fitted_on": [bundle_path, *more]}
+            fields[key] |= fitted_range(fitted[key], result.rel_stderr.get(key, math.nan))
             continue
         prov = base.provenance.get(key)
         if prov is None:
@@ -130,13 +143,15 @@ def build(
     seed: int,
     fraction: float,
     measured: dict[str, tuple[float, str]] | None = None,
+    more: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The profile document.  `measured`: fields read off the machine (value, source), e.g. the capacity from the inventory."""
+    """The profile document.  `measured`: fields read off the machine (value, source), e.g. the capacity from the inventory;
+    `more`: further bundles of the same drive whose jobs were fitted too (`iowatt calibrate --more`)."""
     from iowatt.models import catalog
 
     base = catalog.lookup("ssd", base_name)
     fitted, calibrated = _fitted_values(base.spec.model_dump(mode="json"), result)
-    fields = _entry_fields(base, base_name, bundle_path, manifest, result, training, fitted, calibrated, measured or {})
+    fields = _entry_fields(base, base_name, bundle_path, manifest, result, training, fitted, calibrated, measured or {}, more or [])
     uncertainty = {
         k: {"value": _number(result.values[k]), "rel_stderr": _number(result.rel_stderr[k]), "stderr": _number(result.values[k] * result.rel_stderr[k])}
         for k in result.informed
@@ -156,6 +171,7 @@ def build(
                 "device": manifest.target.get("device"),
                 "model": manifest.target.get("model"),
                 "filesystem": manifest.target.get("filesystem"),
+                "more": more or [],
             },
             "model": "models.ssd law: X = min(N / (L0 + (N - 1) S), ceiling); see calibration/model.py",
             # also in the entry (SSDSpec.writes_queue), so `iowatt run` uses the same law

@@ -26,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 Kind = Literal["datasheet", "measured", "calibrated", "assumed"]
 KINDS: tuple[str, ...] = ("datasheet", "measured", "calibrated", "assumed")
-# uniform and log-uniform: low and high are the ends; normal: low and high are the 5 % and 95 % quantiles
-Shape = Literal["uniform", "log-uniform", "normal"]
+# uniform and log-uniform: low and high are the ends; normal and log-normal: low and high are the 5 % and 95 % quantiles
+# (log-normal: a fit in log space, calibration.leastsq, whose relative standard error is a log-space one)
+Shape = Literal["uniform", "log-uniform", "normal", "log-normal"]
 RANGE_KEYS: tuple[str, ...] = ("low", "high", "shape", "range_note", "stderr")
 
 
@@ -66,8 +67,8 @@ class Provenance(BaseModel):
         if self.low is not None and self.high is not None:
             if not (math.isfinite(self.low) and math.isfinite(self.high)) or self.low > self.high:
                 raise ValueError(f"a range needs finite low <= high, found low {self.low}, high {self.high}")
-            if self.shape == "log-uniform" and self.low <= 0:
-                raise ValueError(f"a log-uniform range needs low > 0, found {self.low}")
+            if self.shape in ("log-uniform", "log-normal") and self.low <= 0:
+                raise ValueError(f"a {self.shape} range needs low > 0, found {self.low}")
             if not self.range_note.strip():
                 raise ValueError("a range must give the evidence for its ends in `range_note`")
         if self.stderr is not None and (self.p != "calibrated" or not math.isfinite(self.stderr) or self.stderr < 0):

@@ -35,7 +35,8 @@ _Z90 = NormalDist().inv_cdf(0.95)
 @dataclass(frozen=True)
 class Range:
     """A plausible range of one quantity.  uniform / log-uniform: low and high are the ends; normal: the 5 % and 95 %
-    quantiles (a fit's estimate +- 1.645 standard errors)."""
+    quantiles (a fit's estimate +- 1.645 standard errors); log-normal: the same in log space (a fit of log values:
+    estimate x e^(+-1.645 relative standard errors))."""
 
     low: float
     high: float
@@ -45,8 +46,8 @@ class Range:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.low) and math.isfinite(self.high)) or self.low > self.high:
             raise ValueError(f"a range needs finite low <= high, found {self.low}..{self.high}")
-        if self.shape == "log-uniform" and self.low <= 0:
-            raise ValueError(f"a log-uniform range needs low > 0, found {self.low}")
+        if self.shape in ("log-uniform", "log-normal") and self.low <= 0:
+            raise ValueError(f"a {self.shape} range needs low > 0, found {self.low}")
 
     def value_at(self, u: float) -> float:
         """The quantity at quantile u in [0, 1] (the inverse CDF): what a Sobol'/LHS design point maps to."""
@@ -55,11 +56,14 @@ class Range:
             return self.low + u * (self.high - self.low)
         if self.shape == "log-uniform":
             return math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
-        centre, half = (self.low + self.high) / 2, (self.high - self.low) / 2
+        low, high = (math.log(self.low), math.log(self.high)) if self.shape == "log-normal" else (self.low, self.high)
+        centre, half = (low + high) / 2, (high - low) / 2
         if half == 0:
-            return centre
-        u = min(max(u, 1e-9), 1 - 1e-9)
-        return centre + half / _Z90 * NormalDist().inv_cdf(u)
+            value = centre
+        else:
+            u = min(max(u, 1e-9), 1 - 1e-9)
+            value = centre + half / _Z90 * NormalDist().inv_cdf(u)
+        return math.exp(value) if self.shape == "log-normal" else value
 
     @property
     def median(self) -> float:

@@ -110,13 +110,17 @@ def calibrate(
     scenario: Annotated[Path | None, typer.Option("--scenario", help="cluster: a scenario whose system.storage is the measured cluster.")] = None,
     clients: Annotated[int, typer.Option("--clients", help="cluster: clients that ran BUNDLE's jobs at once (it holds one's results).")] = 1,
     more: Annotated[
-        list[str] | None, typer.Option("--more", metavar="BUNDLE=CLIENTS", help="cluster: a further BUNDLE=CLIENTS measured with another client count.")
+        list[str] | None, typer.Option("--more", metavar="BUNDLE[=CLIENTS]", help="ssd: a further bundle of the same drive (e.g. the jobs "
+                                       "`iowatt advise` named), fitted with BUNDLE's training jobs; cluster: a further BUNDLE=CLIENTS "
+                                       "measured with another client count.")
     ] = None,
     holdout: Annotated[float, typer.Option("--holdout", help="Fraction of jobs held back for `iowatt validate` (drawn per rw kind).")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the holdout draw.")] = 0,
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
 ) -> None:
     """Fit device parameters (or a cluster's software) to a bundle (least squares) and write a calibrated profile."""
+    from dataclasses import replace
+
     from iowatt.calibration import bundle, fit, latency, profile
     from iowatt.calibration.dataset import load_jobs
     from iowatt.calibration.target import virtual_device_warning
@@ -137,13 +141,19 @@ def calibrate(
         print(f"warning: {warning}", file=sys.stderr)
     jobs = load_jobs(bundle_path, manifest)
     training, held = fit.split_holdout(jobs, holdout, seed)
+    more_paths = [Path(p) for p in more or []]
+    for extra in more_paths:  # every job of a further bundle trains: the holdout is drawn from BUNDLE alone
+        if "=" in extra.name:
+            raise UserError(f"--more {extra}: --kind ssd takes a bundle path (BUNDLE=CLIENTS is for --kind cluster)")
+        training += [replace(j, id=f"{extra.name}/{j.id}") for j in load_jobs(extra, bundle.load(extra))]
     result = fit.fit(training, base_entry.spec)  # type: ignore[arg-type]
     power_columns = sorted({k for j in training if j.power for k in j.power if k.endswith("_W") and not k.startswith("nvme_ps")})
     if power_columns:
         preferred = next((c for c in ("ipmi_system_W",) if c in power_columns), power_columns[0])
         result.power = fit.fit_power(training, preferred) or {}
     document = profile.build(name or profile.profile_name(output), base_entry.name, str(bundle_path), manifest, result,
-                             [j.id for j in held], [j.id for j in training], seed, holdout, profile.inventory_measurements(bundle_path))
+                             [j.id for j in held], [j.id for j in training], seed, holdout, profile.inventory_measurements(bundle_path),
+                             more=[str(p) for p in more_paths])
     spreads = latency.fit_spreads(training, latency.measured(bundle_path, manifest))  # the per-request mode's latency spreads
     latency.record(document, spreads, str(bundle_path), manifest.id)
     write_text(profile.dump(document), output)
