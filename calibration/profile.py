@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from iowatt.calibration.fit import FitResult
 from iowatt.models import strict_yaml
-from iowatt.models.provenance import RANGE_KEYS, unwrap
+from iowatt.models.provenance import unwrap
 
 FORMAT = "iowatt-profile"
 VERSION = 1
@@ -117,10 +117,10 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
         wrapped: dict[str, Any] = {"v": value, "p": prov.p}
         if prov.src:
             wrapped["src"] = prov.src
-        if prov.has_range:  # the base's range (models.uncertainty) stays with the value it describes
-            wrapped |= {k: v for k, v in prov.model_dump(include=set(RANGE_KEYS)).items() if v not in (None, "")}
         why = result.not_informed.get(key, "not a parameter of the fio fit")
         wrapped["note"] = "; ".join(x for x in (prov.note, f"base {base_name} value, not informed by {bundle_path}: {why}") if x)
+        if prov.low is not None:  # the base's range stays with its value (an assumed value must carry one to load)
+            wrapped.update(low=prov.low, high=prov.high, shape=prov.shape, range_note=prov.range_note)
         fields[key] = wrapped
     fields["writes_queue"] = {
         "v": bool(result.writes_queue),
