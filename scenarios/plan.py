@@ -29,7 +29,7 @@ import re
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iowatt.models import goodput as gp
 from iowatt.models import strict_yaml
@@ -37,6 +37,9 @@ from iowatt.scenarios.loader import ScenarioError
 from iowatt.scenarios.plan_costs import derived_metrics
 from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
 from iowatt.scenarios.sweep import _typed as sw_typed
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.uncertainty import Settings
 
 INTERVAL_KEY = "checkpoint_interval"
 LAYOUT_KEY = "storage.layout"  # choices of storage kinds/levels: [{kind: local}, {kind: raid, level: 5}, ...]
@@ -329,8 +332,10 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     return configs
 
 
-def search(spec: PlanSpec, executor: Executor) -> PlanResult:
-    sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
+def search(spec: PlanSpec, executor: Executor, uncertainty: Settings | None = None) -> PlanResult:
+    """Every configuration (or a search over them); with `uncertainty`, each gains METRIC_low / METRIC_high columns
+    (constraints and the ranking still read the point prediction)."""
+    sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides, uncertainty=uncertainty)
     keys = [k for k, _ in spec.choices]
     combos = list(itertools.product(*(v for _, v in spec.choices)))
     rewrite = {label: spec.layouts[label] for label in spec.layouts}

@@ -314,3 +314,14 @@ def summarise(result: Propagation, subject: int = 0) -> Summary:
         sensitivity += [(path, name, share) for path, share in result.sensitivity(of) if share >= 0.01]
     return Summary(result.settings.level, result.samples, result.failed, metrics, sensitivity, len(result.inputs),
                    [i.path for i in result.kept], result.failures)
+
+
+def interval_columns(scenario: ScenarioBase, settings: Settings, document: Document, reads: set[str],
+                     executor: Executor | None = None) -> dict[str, float]:
+    """Columns a row of a sweep, plan or comparison gains with --uncertainty: METRIC_low and METRIC_high for each
+    metric of the run (the central `level` interval), and how many samples ran and failed."""
+    result = propagate([scenario], settings, executor, baseline=[document], reads=[reads])
+    summary = summarise(result)
+    columns = {f"{name}_{end}": value for name, i in summary.metrics.items()
+               for end, value in (("low", i.low), ("high", i.high))}
+    return {**columns, "uncertainty_samples": float(summary.samples), "uncertainty_failed": float(summary.failed)}

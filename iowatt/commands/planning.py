@@ -10,6 +10,7 @@ import typer
 
 from iowatt.app import OutputOption
 from iowatt.errors import UserError, user_errors
+from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption, settings
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -56,8 +57,12 @@ def sweep(
     scheduler_file: Annotated[str | None, typer.Option("--scheduler-file", help="Dask scheduler file (dask-jobqueue, dask-mpi).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Keep the rows already in --output and skip their scenario hashes.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="csv or parquet (default: by --output extension).")] = None,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 16,
+    level: LevelOption = 0.9,
 ) -> None:
-    """Run a grid or random sample of variants of one scenario; one row per case, in case order.
+    """Run a grid or random sample of variants of one scenario; one row per case, in case order (--uncertainty: each
+    row gains METRIC_low and METRIC_high, the central interval of every metric).
 
     Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
     (every case is an invalid scenario, an axis is given twice, a bad option). A progress bar goes to stderr when it is a terminal."""
@@ -79,6 +84,8 @@ def sweep(
         spec.ranges.append(sw.parse_range(text, "--range", spec.base))
     if random_ is not None:
         spec.samples, spec.seed = random_, seed
+    if uncertainty:
+        spec.uncertainty = settings(samples, level)
     cases = sw.expand(spec)
     with open_executor(jobs, address, scheduler_file) as executor:
         result = sweep_to_file(spec, executor, output, chosen, resume=resume, cases=cases)
@@ -195,11 +202,16 @@ def compare(
     interval: IntervalOption = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 16,
+    level: LevelOption = 0.9,
 ) -> None:
-    """Run the scenario once per value and show metrics side by side, with each one's ratio to the first."""
+    """Run the scenario once per value and show metrics side by side, with each one's ratio to the first
+    (--uncertainty: each value as `median [low, high]`; JSON and CSV gain METRIC_low / METRIC_high)."""
     import itertools
     import json
 
+    from iowatt.models.uncertainty import recording_reads
     from iowatt.output import choose_format, write_text
     from iowatt.output.serialize import to_csv
     from iowatt.scenarios import plan as pl
@@ -223,15 +235,24 @@ def compare(
             raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
         combos = list(zip(*(values for _, values in axes), strict=True))
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
+    sampling = settings(samples, level) if uncertainty else None
     cases = []
     for index, combo in enumerate(combos):
         case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
         resolved, _, error = sw.resolve_case(spec, case)
         if resolved is None:
             raise UserError(error)
-        document, _ = run_scenario(validate(resolved, origin))
+        loaded = validate(resolved, origin)
+        with recording_reads() as reads:
+            document, _ = run_scenario(loaded)
         metrics = dict(document["metrics"])
         metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
+        if sampling is not None:
+            from iowatt.scenarios.executors import open_executor
+            from iowatt.scenarios.uncertainty import interval_columns
+
+            with open_executor(None) as executor:
+                metrics.update(interval_columns(loaded, sampling, document, reads, executor))
         metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
         label = ", ".join(f"{k}={v}" for k, v in case.values.items())
         cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
@@ -265,15 +286,22 @@ def _metric_names(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def _compare_table(cases: list[dict[str, Any]]) -> str:
+    from iowatt.output.intervals import interval_cell
     from iowatt.output.tables import Table, format_number, render
 
     rows = []
-    for name in _metric_names(cases):
+    names = _metric_names(cases)
+    ends = {n.removesuffix("_low") for n in names if n.endswith("_low") and n.removesuffix("_low") + "_high" in names}
+    for name in names:
+        if (name.endswith("_low") and name.removesuffix("_low") in ends) or (name.endswith("_high") and name.removesuffix("_high") in ends) \
+                or name.startswith("uncertainty_"):
+            continue  # shown inside the metric's own cell
         cells = []
         for i, case in enumerate(cases):
             value = case["metrics"].get(name)
             ratio = case["ratio"].get(name)
-            text = "" if value is None else format_number(value)
+            low, high = case["metrics"].get(f"{name}_low"), case["metrics"].get(f"{name}_high")
+            text = "" if value is None else interval_cell(value, low, high) if name in ends else format_number(value)
             if i > 0 and ratio is not None:
                 text += f" ({ratio:.3g}x)"
             cells.append(text)
@@ -293,8 +321,12 @@ def plan(
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the cost-vs-time Pareto plot to this PNG (needs matplotlib).")] = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 16,
+    level: LevelOption = 0.9,
 ) -> None:
-    """Search candidate configurations for the best one that meets the constraints."""
+    """Search candidate configurations for the best one that meets the constraints (--uncertainty: each configuration
+    gains METRIC_low / METRIC_high; constraints and ranking read the point prediction)."""
     import json
 
     from iowatt.output import choose_format, write_text
@@ -303,8 +335,9 @@ def plan(
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     spec = pl.load_spec(spec_file)
+    sampling = settings(samples, level) if uncertainty else None
     with open_executor(jobs, address, scheduler_file) as executor:
-        result = pl.search(spec, executor)
+        result = pl.search(spec, executor, sampling)
     ranked = result.ranked()
     cost_axis = "cost_usd" if result.feasible and all(c.get("cost_usd") is not None for c in result.feasible) else "device_count"
     front = result.pareto(cost_axis)
