@@ -121,7 +121,8 @@ class Propagation:
 # ------------------------------------------------------------------------------------------ the runs
 
 
-def _extract(document: Document, paths: tuple[str, ...] | None) -> Outputs:
+def extract_outputs(document: Document, paths: tuple[str, ...] | None) -> Outputs:
+    """The numbers a sampler keeps of a run: its `metrics`, or the result paths asked for (a path the result lacks is left out)."""
     if paths is None:
         metrics = document.get("metrics") or {}
         return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
@@ -157,7 +158,7 @@ def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, floa
                 constants = {n: values[f"{CONSTANT_PREFIX}{n}"] for n in subject.constants if f"{CONSTANT_PREFIX}{n}" in values}
                 with overridden(constants):
                     document = run_scenario(validate(data, subject.origin))[0]
-                results.append(_extract(document, wanted))
+                results.append(extract_outputs(document, wanted))
         except Exception as error:  # a failed draw is a counted failure of this row, not of the sample
             reason = " | ".join(line.strip() for line in str(error).splitlines()[:3] if line.strip())
             out.append((index, None, f"{type(error).__name__}: {reason}"))
@@ -221,7 +222,7 @@ def propagate(scenarios: Sequence[ScenarioBase], settings: Settings | None = Non
 
 def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tuple[str, ...] | None, ...],
             executor: Executor) -> None:
-    base = [_extract(d, p) for d, p in zip(result.baseline, paths, strict=True)]
+    base = [extract_outputs(d, p) for d, p in zip(result.baseline, paths, strict=True)]
     rows = [{item.key: item.range.value_at(u)} for item in result.inputs for u in (0.05, 0.95)]
     outcomes = _execute(executor, subjects, rows, paths)
     result.screening_runs = len(rows)
@@ -304,7 +305,7 @@ class Summary:
 
 def summarise(result: Propagation, subject: int = 0) -> Summary:
     """The headline metrics (the run's `metrics`) of one scenario of the propagation."""
-    base = _extract(result.baseline[subject], None)
+    base = extract_outputs(result.baseline[subject], None)
     metrics: dict[str, Interval] = {}
     sensitivity: list[tuple[str, str, float]] = []
     for name, point in base.items():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from iowatt.scenarios.interval_stats import covered, interval_score
 from iowatt.scenarios.loader import load
-from iowatt.scenarios.uncertainty import Outputs, Settings, propagate
+from iowatt.scenarios.uncertainty import Outputs, Settings, extract_outputs, propagate
 from iowatt.scenarios.validation import Measurement, RowResult, ValidationTable, row_keys
 from iowatt.scenarios.validation_runs import RunKey, RunPlanner
 
@@ -89,7 +89,7 @@ def row_intervals(table: ValidationTable, base: Path, results: list[RowResult], 
         except ValueError:
             continue
         result = propagate(scenarios, settings, executor, origins=[k.source for k in keys], paths=paths)
-        base_outputs = [{p: _lookup(d, p) for p in ps} for d, ps in zip(result.baseline, paths, strict=True)]
+        base_outputs = [extract_outputs(d, ps) for d, ps in zip(result.baseline, paths, strict=True)]
         for row, (_, of) in zip(rows, quantities, strict=True):
             spread = result.interval(of, of(base_outputs))
             inside = covered(spread.low, spread.high, row.measured)
@@ -100,12 +100,6 @@ def row_intervals(table: ValidationTable, base: Path, results: list[RowResult], 
         if progress:
             progress(done, len(groups))
     return out
-
-
-def _lookup(document: dict[str, object], path: str) -> float:
-    from iowatt.scenarios.validation import lookup_metric
-
-    return lookup_metric(document, path)
 
 
 def interval_score_summary(results: list[RowResult], intervals: dict[str, RowInterval]) -> dict[str, object]:
