@@ -10,7 +10,7 @@ import typer
 
 from iowatt.app import App, OutputOption
 from iowatt.errors import UserError, user_errors
-from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption
 
 if TYPE_CHECKING:
     from iowatt.scenarios.schema import ScenarioBase
@@ -86,6 +86,7 @@ def run(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 32,
     level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="With --uncertainty: worker processes (default: all cores; 0: this process).")] = None,
 ) -> None:
     """Run one scenario and print its metrics and energy (--format dlio -o DIR: DLIO's summary.json and per_epoch_stats.json)."""
@@ -111,7 +112,7 @@ def run(
     if uncertainty:
         from iowatt.uncertainty_options import settings
 
-        chosen_settings = settings(samples, level)
+        chosen_settings = settings(samples, level, method)
         if mode != "fluid":
             raise UserError("--uncertainty: samples the fluid model only; leave out --mode per-request")
     elif loaded.user_ranges:

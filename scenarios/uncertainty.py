@@ -8,9 +8,16 @@
    one draw per sample, so a ratio of two runs is not widened by unknowns that cancel (common random numbers).
 2. Screening: one input at a time at its 5 % and 95 % quantiles, the others at their given values (2 runs per input);
    an input that moves no output by more than `screen` (relative) is left at its value.
-3. Sampling: a Saltelli design over the kept inputs (matrices A, B and A with column i from B, from one scrambled
-   Sobol' sequence seeded by the scenario's seed: samples x (kept + 2) runs).  Every design row is a draw from the
-   inputs' joint distribution, so all rows give the interval; the A/A_B^i pairs give Sobol' total effects (Jansen).
+3. Sampling, by one of two methods:
+   sobol  a Saltelli design over the kept inputs (matrices A, B and A with column i from B, A and B the halves of one
+          Latin hypercube seeded by the scenario's seed: samples x (kept + 2) runs).  Every design row is a draw from the
+          inputs' joint distribution, so all rows give the interval; the A/A_B^i pairs give Sobol' total effects
+          (Jansen).  The default of `run`, `compare`, `sweep` and `plan`.
+   oat    no further runs: the screening's three points per input (5 %, the given value, 95 %) make a piecewise-linear
+          effect of each input, and their sum (an additive surrogate, as a first-order Taylor expansion but through
+          each input's whole range) is sampled instead of the engine; shares are each effect's variance.  Exact for an
+          additive response, blind to interactions (two inputs that only matter together); cheap enough for tables
+          of many slow runs (the default of `validate` and `reproduce`).
 Runs go to any `concurrent.futures.Executor` (scenarios.executors: processes or Dask), in chunks.  A run that fails
 is counted and its reason kept, never dropped silently.
 """
@@ -23,7 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from iowatt.models.uncertainty import overridden, recording_reads
 from iowatt.scenarios.interval_stats import Interval, interval, jansen_total_effects, shares
@@ -46,22 +53,25 @@ class UncertaintyError(ScenarioError):
 
 @dataclass(frozen=True)
 class Settings:
-    samples: int = 32              # base points of the Saltelli design (rounded up to a power of 2)
+    samples: int = 32              # base points of the Saltelli design
     level: float = 0.9             # the central interval reported
     screen: float = SCREEN_SHARE
     max_failed_share: float = 0.1  # more failed runs than this share: the command exits 1
     seed: int | None = None        # default: the (first) scenario's seed
+    method: Literal["sobol", "oat"] = "sobol"
 
     def check(self) -> Settings:
         if not 2 <= self.samples <= 4096:
             raise UncertaintyError(f"--samples: expected a whole number from 2 to 4096, found {self.samples}")
         if not 0.5 <= self.level < 1.0:
             raise UncertaintyError(f"--level: expected a probability from 0.5 up to (not including) 1, e.g. 0.9, found {self.level}")
+        if self.method not in ("sobol", "oat"):
+            raise UncertaintyError(f"--method: expected sobol or oat, found {self.method!r}")
         return self
 
     @property
     def base_points(self) -> int:
-        return 1 << max(1, math.ceil(math.log2(self.samples)))
+        return self.samples
 
 
 @dataclass
@@ -77,19 +87,27 @@ class Propagation:
     failures: list[str] = field(default_factory=list)
     screening_runs: int = 0
     screening_failed: int = 0
+    base_outputs: list[Outputs] = field(default_factory=list)    # what each scenario's plain run keeps
+    oat: dict[str, tuple[list[Outputs], list[Outputs]]] = field(default_factory=dict)  # key -> outputs at 5 %, 95 %
+    seed: int = 0
+    _draws: Any = None  # oat: the surrogate's quantile draws, made once
 
     @property
     def samples(self) -> int:
-        return len(self.rows)
+        """Engine runs the interval rests on: the design's rows (sobol) or the screening's (oat)."""
+        return self.screening_runs if self.settings.method == "oat" else len(self.rows)
 
     @property
     def failed(self) -> int:
         return sum(1 for row in self.rows if row is None) + self.screening_failed
 
     @property
+    def runs(self) -> int:
+        return len(self.rows) + self.screening_runs
+
+    @property
     def too_many_failed(self) -> bool:
-        runs = self.samples + self.screening_runs
-        return runs > 0 and self.failed / runs > self.settings.max_failed_share
+        return self.runs > 0 and self.failed / self.runs > self.settings.max_failed_share
 
     def values(self, of: Callable[[list[Outputs]], float]) -> list[float]:
         """`of(outputs of each scenario)` in every design row (NaN where a run failed or `of` cannot be formed)."""
@@ -104,18 +122,76 @@ class Propagation:
     def interval(self, of: Callable[[list[Outputs]], float], point: float) -> Interval:
         """The quantity's median and central interval over the sample (`point`, the given values' run, when nothing is
         uncertain or every run failed)."""
+        if self.settings.method == "oat":
+            sample = self._surrogate(of)[0]
+            return interval(sample, self.settings.level) if sample else Interval(point, point, point)
         finite = [v for v in self.values(of) if math.isfinite(v)]
         return interval(finite, self.settings.level) if finite else Interval(point, point, point)
 
     def sensitivity(self, of: Callable[[list[Outputs]], float]) -> list[tuple[str, float]]:
-        """(input path, share of the quantity's spread), largest first: normalised Sobol' total effects."""
-        k, m = len(self.kept), self.settings.base_points
-        if k == 0 or not self.rows:
-            return []
-        v = self.values(of)
-        totals = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)])
-        ranked = sorted(zip((i.path for i in self.kept), shares(totals), strict=True), key=lambda p: -p[1])
+        """(input path, share of the quantity's spread), largest first: normalised Sobol' total effects (sobol) or each
+        input's share of the additive surrogate's variance (oat)."""
+        if self.settings.method == "oat":
+            totals, paths = self._surrogate(of)[1], [i.path for i in self.kept if i.key in self.oat]
+        else:
+            k, m = len(self.kept), self.settings.base_points
+            if k == 0 or not self.rows:
+                return []
+            v = self.values(of)
+            totals, paths = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)]), [i.path for i in self.kept]
+        ranked = sorted(zip(paths, shares(totals), strict=True), key=lambda p: -p[1])
         return [(path, share) for path, share in ranked if share > 0]
+
+    def _surrogate(self, of: Callable[[list[Outputs]], float]) -> tuple[list[float], list[float]]:
+        """(a sample of the additive surrogate, the variance of each kept input's effect): oat's interval and shares."""
+        try:
+            base = of(self.base_outputs)
+        except (KeyError, ZeroDivisionError, ValueError, IndexError):
+            return [], []
+        effects = []
+        for item in self.kept:
+            if item.key not in self.oat:
+                continue
+            low, high = self.oat[item.key]
+            try:
+                effects.append(_Effect(item.nominal_quantile(), of(low), base, of(high)))
+            except (KeyError, ZeroDivisionError, ValueError, IndexError):
+                effects.append(_Effect(item.nominal_quantile(), base, base, base))
+        if not effects:
+            return [base], []
+        import numpy as np
+
+        if self._draws is None or self._draws.shape[1] != len(effects):
+            self._draws = latin_hypercube(4096, len(effects), self.seed)
+        moves = np.column_stack([e.along(self._draws[:, i]) - e.at(e.nominal) for i, e in enumerate(effects)])
+        return (base + moves.sum(axis=1)).tolist(), moves.var(axis=0).tolist()
+
+
+@dataclass(frozen=True)
+class _Effect:
+    """One input's effect on a quantity through its range: piecewise linear through its 5 % quantile, the plain run's
+    value (at the nominal's quantile) and its 95 % quantile, carried on linearly beyond them."""
+
+    nominal: float
+    low: float
+    base: float
+    high: float
+
+    def at(self, u: float) -> float:
+        knots = [(0.05, self.low), (self.nominal, self.base), (0.95, self.high)] if 0.06 < self.nominal < 0.94 \
+            else [(0.05, self.low), (0.95, self.high)]
+        (u0, y0), (u1, y1) = knots[1:] if len(knots) == 3 and u > self.nominal else knots[:2]
+        return y0 + (y1 - y0) * (u - u0) / (u1 - u0)
+
+    def along(self, u: Any) -> Any:
+        """`at` over a numpy array of quantiles."""
+        import numpy as np
+
+        if not 0.06 < self.nominal < 0.94:
+            return self.low + (self.high - self.low) * (u - 0.05) / 0.9
+        below = self.base + (self.base - self.low) * (u - self.nominal) / (self.nominal - 0.05)
+        above = self.base + (self.high - self.base) * (u - self.nominal) / (0.95 - self.nominal)
+        return np.where(u > self.nominal, above, below)
 
 
 # ------------------------------------------------------------------------------------------ the runs
@@ -215,15 +291,18 @@ def propagate(scenarios: Sequence[ScenarioBase], settings: Settings | None = Non
             inputs.setdefault(item.key, item)
     result = Propagation(settings, list(inputs.values()), [], {}, documents)
     frozen = tuple(subjects)
+    result.seed = settings.seed if settings.seed is not None else scenarios[0].seed
     _screen(result, frozen, wanted, executor)
-    _sample(result, frozen, wanted, executor, settings.seed if settings.seed is not None else scenarios[0].seed)
+    if settings.method == "sobol":
+        _sample(result, frozen, wanted, executor, result.seed)
     return result
 
 
 def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tuple[str, ...] | None, ...],
             executor: Executor) -> None:
     base = [extract_outputs(d, p) for d, p in zip(result.baseline, paths, strict=True)]
-    rows = [{item.key: item.range.value_at(u)} for item in result.inputs for u in (0.05, 0.95)]
+    result.base_outputs = base
+    rows = [{item.key: _draw(item, u)} for item in result.inputs for u in (0.05, 0.95)]
     outcomes = _execute(executor, subjects, rows, paths)
     result.screening_runs = len(rows)
     for n, item in enumerate(result.inputs):
@@ -233,6 +312,7 @@ def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
             result.failures += [f"{item.path} at its {q} quantile: {e}" for q, e in (("5 %", low_error), ("95 %", high_error)) if e]
             result.effects[item.key] = math.inf  # an input that breaks a run matters
             continue
+        result.oat[item.key] = (low, high)
         result.effects[item.key] = max((_swing(b.get(k), lo.get(k), hi.get(k)) for b, lo, hi in zip(base, low, high, strict=True)
                                         for k in b), default=0.0)
     result.kept = [i for i in result.inputs if result.effects[i.key] > result.settings.screen]
@@ -258,12 +338,20 @@ def _sample(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
             result.failures.append(error)
 
 
+def latin_hypercube(n: int, d: int, seed: int) -> Any:
+    """n points in [0, 1)^d, one in each 1/n slice of every dimension (McKay, Beckman & Conover 1979), as a numpy
+    array.  Written here rather than taken from scipy.stats.qmc: importing scipy.stats costs about a second, more than
+    sampling a checkpoint scenario."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return (np.argsort(rng.random((d, n)), axis=1).T + rng.random((n, d))) / n
+
+
 def saltelli_design(k: int, m: int, seed: int) -> list[list[float]]:
     """Quantiles in [0, 1) for k inputs: the m rows of A, the m rows of B, then A with column i from B for each i
-    (Saltelli et al. 2010), A and B the two halves of one scrambled Sobol' sequence in 2k dimensions (m a power of 2)."""
-    from scipy.stats import qmc
-
-    points = qmc.Sobol(2 * k, scramble=True, rng=seed).random_base2(int(math.log2(m)))
+    (Saltelli et al. 2010), A and B the two halves of one Latin hypercube in 2k dimensions."""
+    points = latin_hypercube(m, 2 * k, seed)
     a, b = points[:, :k].tolist(), points[:, k:].tolist()
     mixed = [[[*row[:i], b[n][i], *row[i + 1:]] for n, row in enumerate(a)] for i in range(k)]
     return [*a, *b, *(row for matrix in mixed for row in matrix)]
@@ -283,6 +371,7 @@ class Summary:
     each most."""
 
     level: float
+    method: str
     samples: int
     failed: int
     metrics: dict[str, Interval]
@@ -293,7 +382,7 @@ class Summary:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "level": self.level, "samples": self.samples, "failed": self.failed,
+            "level": self.level, "method": self.method, "samples": self.samples, "failed": self.failed,
             "metrics": {name: i.as_dict() for name, i in self.metrics.items()},
             "sensitivity": [{"parameter": p, "metric": m, "share": s} for p, m, s in self.sensitivity],
             "inputs": self.inputs, "varied": self.kept, "failures": self.failures,
@@ -313,7 +402,7 @@ def summarise(result: Propagation, subject: int = 0) -> Summary:
             return row[subject][name]
         metrics[name] = result.interval(of, point)
         sensitivity += [(path, name, share) for path, share in result.sensitivity(of) if share >= 0.01]
-    return Summary(result.settings.level, result.samples, result.failed, metrics, sensitivity, len(result.inputs),
+    return Summary(result.settings.level, result.settings.method, result.samples, result.failed, metrics, sensitivity, len(result.inputs),
                    [i.path for i in result.kept], result.failures)
 
 

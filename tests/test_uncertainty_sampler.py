@@ -155,4 +155,3 @@ def test_settings_are_checked() -> None:
         Settings(samples=1).check()
     with pytest.raises(UncertaintyError, match="--level"):
         Settings(level=1.0).check()
-    assert Settings(samples=20).base_points == 32

@@ -11,7 +11,7 @@ import typer
 
 from iowatt.app import App
 from iowatt.errors import UserError, user_errors
-from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption, settings
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 collect_app = App(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
 
@@ -199,6 +199,7 @@ def validate(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 8,
     level: LevelOption = 0.9,
+    method: MethodOption = "oat",
 ) -> None:
     """Predict measurements and print predicted vs measured with the error (--uncertainty: each row's interval, scored)."""
     from iowatt.output import choose_format, write_text
@@ -210,7 +211,7 @@ def validate(
             raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")
         from iowatt.commands.validation_table import validate_table
 
-        validate_table(table, fmt, strict, cross, jobs, settings(samples, level) if uncertainty else None)
+        validate_table(table, fmt, strict, cross, jobs, settings(samples, level, method) if uncertainty else None)
         return
     if uncertainty:
         raise UserError("--uncertainty: works on a TABLE of published measurements, not on --bundle")

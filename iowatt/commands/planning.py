@@ -10,7 +10,7 @@ import typer
 
 from iowatt.app import OutputOption
 from iowatt.errors import UserError, user_errors
-from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption, settings
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -60,6 +60,7 @@ def sweep(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 16,
     level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
 ) -> None:
     """Run a grid or random sample of variants of one scenario; one row per case, in case order (--uncertainty: each
     row gains METRIC_low and METRIC_high, the central interval of every metric).
@@ -85,7 +86,7 @@ def sweep(
     if random_ is not None:
         spec.samples, spec.seed = random_, seed
     if uncertainty:
-        spec.uncertainty = settings(samples, level)
+        spec.uncertainty = settings(samples, level, method)
     cases = sw.expand(spec)
     with open_executor(jobs, address, scheduler_file) as executor:
         result = sweep_to_file(spec, executor, output, chosen, resume=resume, cases=cases)
@@ -205,6 +206,7 @@ def compare(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 16,
     level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
 ) -> None:
     """Run the scenario once per value and show metrics side by side, with each one's ratio to the first
     (--uncertainty: each value as `median [low, high]`; JSON and CSV gain METRIC_low / METRIC_high)."""
@@ -235,7 +237,7 @@ def compare(
             raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
         combos = list(zip(*(values for _, values in axes), strict=True))
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
-    sampling = settings(samples, level) if uncertainty else None
+    sampling = settings(samples, level, method) if uncertainty else None
     cases = []
     for index, combo in enumerate(combos):
         case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
@@ -324,6 +326,7 @@ def plan(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 16,
     level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
 ) -> None:
     """Search candidate configurations for the best one that meets the constraints (--uncertainty: each configuration
     gains METRIC_low / METRIC_high; constraints and ranking read the point prediction)."""
@@ -335,7 +338,7 @@ def plan(
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
     spec = pl.load_spec(spec_file)
-    sampling = settings(samples, level) if uncertainty else None
+    sampling = settings(samples, level, method) if uncertainty else None
     with open_executor(jobs, address, scheduler_file) as executor:
         result = pl.search(spec, executor, sampling)
     ranked = result.ranked()

@@ -18,7 +18,7 @@ from iowatt.errors import user_errors
 from iowatt.output.figures import FigureClaim, FigureRun, StudyFigure
 from iowatt.output.intervals import interval_cell
 from iowatt.output.tables import Table, format_number
-from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption, settings
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 if TYPE_CHECKING:
     from iowatt.scenarios.reproduce import Claim, SectionResult, StudyResult
@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         uncertainty: UncertaintyOption = False,
         samples: SamplesOption = 4,
         level: LevelOption = 0.9,
+        method: MethodOption = "oat",
     ) -> None:
         """Run a published study's scenarios; print its comparison tables (published vs predicted) and draw its figures.
 
@@ -60,7 +61,7 @@ def register(app: typer.Typer) -> None:
             from iowatt.scenarios.reproduce_intervals import cell_intervals
 
             with open_executor(jobs) as executor, ProgressBar("uncertainty", len(rp.distinct_runs(studies))) as bar:
-                intervals = cell_intervals(studies, settings(samples, level), executor, bar.advance)
+                intervals = cell_intervals(studies, settings(samples, level, method), executor, bar.advance)
         text, written = present(results, out, "all" if every else study, intervals)
         sys.stdout.write(text + "\n")
         if out is not None:
