@@ -221,7 +221,10 @@ def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, floa
 
     for subject in subjects:  # a fresh worker declares the constants when their modules are imported
         for name in subject.constants:
-            importlib.import_module(f"iowatt.{name.rsplit('.', 1)[0]}")
+            try:
+                importlib.import_module(f"iowatt.{name.rsplit('.', 1)[0]}")
+            except ImportError:
+                pass  # not named after its module: declared in this process already, or the run reports the unknown name
     out: list[tuple[int, list[Outputs] | None, str]] = []
     for index, values in rows:
         results: list[Outputs] = []

@@ -41,6 +41,10 @@ class RowInterval:
     top: list[tuple[str, float]]  # the inputs that move the row most, with their share
     note: str = ""
 
+    @property
+    def too_many_failed(self) -> bool:
+        return self.samples > 0 and self.failed / self.samples > Settings().max_failed_share
+
     def as_dict(self) -> dict[str, object]:
         return {"interval": [self.low, self.high], "median": self.median, "covered": self.covered,
                 "interval_score": self.interval_score, "relative_half_width": self.relative_half_width,

@@ -155,3 +155,27 @@ def test_settings_are_checked() -> None:
         Settings(samples=1).check()
     with pytest.raises(UncertaintyError, match="--level"):
         Settings(level=1.0).check()
+
+
+def test_unset_assumed_fields_and_read_constants_are_the_uncertain_inputs() -> None:
+    """The contract's rule: an assumed field the scenario leaves unset is uncertain, one it sets is known; a constant is
+    an input only where the run read it."""
+    from iowatt.models.uncertainty import assumed_constant, assumed_field
+    from iowatt.scenarios.uncertain_inputs import _assumed_fields, subject_of
+    from pydantic import BaseModel, Field
+
+    class Server(BaseModel):
+        threads: int = assumed_field(8, low=8, high=128, shape="log-uniform", note="OS default", range_note="guides")
+
+    class Storage(BaseModel):
+        left: Server = Field(default_factory=Server)
+        stated: Server
+
+    found = list(_assumed_fields(Storage(stated=Server(threads=16))))  # type: ignore[arg-type]
+    assert found == [(("left", "threads"), Range(8, 128, "log-uniform", "guides"), True, 8.0)]
+    assumed_constant("tests.sampler.k", 2.0, low=1.0, high=4.0, note="test", range_note="test")
+    _, inputs = subject_of(load(CHECKPOINT), "x", {"tests.sampler.k"})
+    constants = [i for i in inputs if i.kind == "constant"]
+    assert [(i.path, i.nominal, i.nominal_quantile()) for i in constants] == [("constant:tests.sampler.k", 2.0, pytest.approx(1 / 3))]
+    _, unread = subject_of(load(CHECKPOINT), "x", set())
+    assert not [i for i in unread if i.kind == "constant"]

@@ -94,5 +94,10 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
         text = render_text(report, validation)
         write_text(text + (interval_text(report, intervals) if intervals is not None else ""), None)
     failed = any(r.failure for r in report.rows) or (validation is not None and any(r.failure for s in validation.studies for r in s.rows))
+    unsampled = [i.id for i in (intervals or {}).values() if i.too_many_failed]
+    if unsampled:
+        print(f"error: more than 10 % of the sampled runs failed for {', '.join(unsampled)}: their intervals are not trustworthy",
+              file=sys.stderr)
+        failed = True
     if failed or (strict and any(not r.within for r in report.rows)):
         raise typer.Exit(1)
