@@ -387,6 +387,7 @@ def _plan_columns(spec: Any) -> list[str]:
 
 
 def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, Any]], cost_axis: str, rejected: list[dict[str, Any]]) -> str:
+    from iowatt.output.intervals import interval_cell
     from iowatt.output.tables import Table, format_number, render
 
     spec = result.spec
@@ -401,7 +402,8 @@ def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, An
         value = row.get(column)
         if value is None:
             return "no price in catalog" if column == "cost_usd" else ""
-        return format_number(value)
+        low, high = row.get(f"{column}_low"), row.get(f"{column}_high")  # plan --uncertainty
+        return interval_cell(value, low, high) if low is not None and high is not None else format_number(value)
 
     def table(title: str, rows: list[dict[str, Any]]) -> Table:
         return Table(columns, [[cell(row, c) for c in columns] for row in rows], title=title)
