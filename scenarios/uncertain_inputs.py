@@ -99,9 +99,11 @@ class Applier:
 
 
 def _scale(value: Any, factor: float) -> Any:
-    if isinstance(value, bool) or value is None:
+    """Every measured number in a list/mapping times the factor; whole numbers inside (a link's lanes and generation, a
+    state's index) are counts and stay as they are."""
+    if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
-    if isinstance(value, int | float):
+    if isinstance(value, float):
         return value * factor
     if isinstance(value, list):
         return [_scale(v, factor) for v in value]
