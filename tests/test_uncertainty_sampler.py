@@ -179,3 +179,21 @@ def test_unset_assumed_fields_and_read_constants_are_the_uncertain_inputs() -> N
     assert [(i.path, i.nominal, i.nominal_quantile()) for i in constants] == [("constant:tests.sampler.k", 2.0, pytest.approx(1 / 3))]
     _, unread = subject_of(load(CHECKPOINT), "x", set())
     assert not [i for i in unread if i.kind == "constant"]
+
+
+def test_a_catalog_draw_becomes_a_spec_override_the_loader_accepts() -> None:
+    """A draw of a catalog number replaces it in `{base: NAME, FIELD: value}`; a factor on a list scales its measured
+    numbers (the contract: low/high of a list are factors on every number in it), counts stay."""
+    from iowatt.scenarios.loader import validate
+    from iowatt.scenarios.uncertain_inputs import Applier
+
+    scenario = load(CHECKPOINT)
+    data = scenario.model_dump(mode="json", exclude_unset=True)
+    spec = catalog.lookup("ssd", "micron-6550-ion").spec.model_dump()
+    at = ("system", "storage", "device")
+    Applier("a", at, field=("seq_write_MBps",), base="micron-6550-ion", original=spec["seq_write_MBps"]).apply(data, 7000.0)
+    Applier("b", at, field=("power_states",), base="micron-6550-ion", original=spec["power_states"], factor=True).apply(data, 1.1)
+    drawn = catalog.drive_spec(validate(data, "test").system.storage.device).model_dump()
+    assert drawn["seq_write_MBps"] == 7000.0 and drawn["name"] == "micron-6550-ion"
+    assert [s["max_W"] for s in drawn["power_states"]] == pytest.approx([s["max_W"] * 1.1 for s in spec["power_states"]])
+    assert drawn["link"] == spec["link"] and drawn["rand_read_iops"] == spec["rand_read_iops"]
