@@ -164,7 +164,7 @@ def run(
         text = tables.render(tables.result_tables(document))
     write_text(text, output)
     if uncertainty and propagation.too_many_failed:
-        print(f"error: {propagation.failed} of {propagation.samples + propagation.screening_runs} sampled runs failed "
+        print(f"error: {propagation.failed} of {propagation.runs} sampled runs failed "
               f"(more than {chosen_settings.max_failed_share:.0%}); the interval is not trustworthy", file=sys.stderr)
         raise typer.Exit(1)
 
