@@ -571,8 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         (6, lambda: row_scale(repeat, args.quick)),
         (7, lambda: row_cli(repeat)),
         (8, lambda: row_sweep(args.quick)),
-        (9, lambda: uncertainty.row_run(min(repeat, 3), check)),
-        (10, lambda: uncertainty.row_validate(min(repeat, 3), check)),
+        (9, lambda: uncertainty.row_run(min(repeat, 3), check, args.quick)),
+        (10, lambda: uncertainty.row_validate(min(repeat, 3), check, args.quick)),
     ]
     for ident, fn in plan:
         if ident not in only:
