@@ -51,6 +51,7 @@ class UncertainInput:
     kind: InputKind
     integer: bool = False
     nominal: float | None = None  # the value a plain run uses (a user range's median; else the stated value)
+    source: str = ""              # a catalog input's entry (two devices of a ratio share a path, not a value)
 
     def nominal_quantile(self) -> float:
         """Where the plain run's value sits in the range (its CDF), 0.5 where it has none."""
@@ -215,7 +216,7 @@ def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[Uncer
         path = f"{dotted(ref_path)}.{field}"
         value = get_at(spec, parts)
         nominal = 1.0 if factor else float(value)  # a factor on a list/mapping leaves it as it is at 1
-        yield (UncertainInput(key, path, spread, "catalog", integer, nominal),
+        yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name),
                Applier(key, ref_path, integer, parts, base, spec[parts[0]], factor))
 
 

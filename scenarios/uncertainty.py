@@ -132,14 +132,14 @@ class Propagation:
         """(input path, share of the quantity's spread), largest first: normalised Sobol' total effects (sobol) or each
         input's share of the additive surrogate's variance (oat)."""
         if self.settings.method == "oat":
-            totals, paths = self._surrogate(of)[1], [i.path for i in self.kept if i.key in self.oat]
+            totals, items = self._surrogate(of)[1], [i for i in self.kept if i.key in self.oat]
         else:
             k, m = len(self.kept), self.settings.base_points
             if k == 0 or not self.rows:
                 return []
             v = self.values(of)
-            totals, paths = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)]), [i.path for i in self.kept]
-        ranked = sorted(zip(paths, shares(totals), strict=True), key=lambda p: -p[1])
+            totals, items = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)]), self.kept
+        ranked = sorted(zip(_labels(items), shares(totals), strict=True), key=lambda p: -p[1])
         return [(path, share) for path, share in ranked if share > 0]
 
     def _surrogate(self, of: Callable[[list[Outputs]], float]) -> tuple[list[float], list[float]]:
@@ -165,6 +165,12 @@ class Propagation:
             self._draws = latin_hypercube(4096, len(effects), self.seed)
         moves = np.column_stack([e.along(self._draws[:, i]) - e.along(np.array([e.nominal]))[0] for i, e in enumerate(effects)])
         return (base + moves.sum(axis=1)).tolist(), moves.var(axis=0).tolist()
+
+
+def _labels(items: list[UncertainInput]) -> list[str]:
+    """Paths as reported: a path two inputs share (the same field of the two devices of a ratio) names its device."""
+    shared = {i.path for i in items if sum(j.path == i.path for j in items) > 1}
+    return [f"{i.path} ({i.source})" if i.path in shared and i.source else i.path for i in items]
 
 
 @dataclass(frozen=True)
@@ -209,8 +215,9 @@ def extract_outputs(document: Document, paths: tuple[str, ...] | None) -> Output
 
 
 def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, float]]],
-             paths: tuple[tuple[str, ...] | None, ...]) -> list[tuple[int, list[Outputs] | None, str]]:
-    """Worker side: run each design row (input key -> drawn value) on every scenario.  Never raises."""
+             paths: tuple[tuple[str, ...] | None, ...], base: tuple[Outputs, ...]) -> list[tuple[int, list[Outputs] | None, str]]:
+    """Worker side: run each design row (input key -> drawn value) on every scenario; a scenario that holds none of the
+    row's inputs is its plain run (`base`), not run again.  Never raises."""
     from iowatt.scenarios.loader import validate
     from iowatt.scenarios.run import run_scenario
 
@@ -224,7 +231,10 @@ def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, floa
     for index, values in rows:
         results: list[Outputs] = []
         try:
-            for subject, wanted in zip(subjects, paths, strict=True):
+            for subject, wanted, plain in zip(subjects, paths, base, strict=True):
+                if not any(a.key in values for a in subject.appliers) and not any(f"{CONSTANT_PREFIX}{n}" in values for n in subject.constants):
+                    results.append(plain)
+                    continue
                 data = copy.deepcopy(subject.data)
                 for applier in subject.appliers:
                     if applier.key in values:
@@ -242,12 +252,12 @@ def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, floa
 
 
 def _execute(executor: Executor, subjects: tuple[Subject, ...], rows: list[dict[str, float]],
-             paths: tuple[tuple[str, ...] | None, ...]) -> list[tuple[list[Outputs] | None, str]]:
+             paths: tuple[tuple[str, ...] | None, ...], base: tuple[Outputs, ...]) -> list[tuple[list[Outputs] | None, str]]:
     """Every row's outputs, in row order."""
     workers = max(1, int(getattr(executor, "iowatt_workers", 1) or 1))
     size = max(1, math.ceil(len(rows) / (4 * workers)))
     numbered = list(enumerate(rows))
-    futures = [executor.submit(run_rows, subjects, numbered[i:i + size], paths) for i in range(0, len(numbered), size)]
+    futures = [executor.submit(run_rows, subjects, numbered[i:i + size], paths, base) for i in range(0, len(numbered), size)]
     done: dict[int, tuple[list[Outputs] | None, str]] = {}
     for future in futures:
         for index, outputs, error in future.result():
@@ -301,7 +311,7 @@ def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
     base = [extract_outputs(d, p) for d, p in zip(result.baseline, paths, strict=True)]
     result.base_outputs = base
     rows = [{item.key: _draw(item, u)} for item in result.inputs for u in (0.05, 0.95)]
-    outcomes = _execute(executor, subjects, rows, paths)
+    outcomes = _execute(executor, subjects, rows, paths, tuple(base))
     result.screening_runs = len(rows)
     for n, item in enumerate(result.inputs):
         (low, low_error), (high, high_error) = outcomes[2 * n], outcomes[2 * n + 1]
@@ -330,7 +340,7 @@ def _sample(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
         return
     rows = [{item.key: _draw(item, float(u)) for item, u in zip(result.kept, point, strict=True)}
             for point in saltelli_design(k, m, seed)]
-    for outputs, error in _execute(executor, subjects, rows, paths):
+    for outputs, error in _execute(executor, subjects, rows, paths, tuple(result.base_outputs)):
         result.rows.append(outputs)
         if outputs is None and len(result.failures) < 20:
             result.failures.append(error)

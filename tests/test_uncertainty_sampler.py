@@ -9,6 +9,7 @@ score worked by hand; the distributions' definitions for parsed ranges.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -197,3 +198,22 @@ def test_a_catalog_draw_becomes_a_spec_override_the_loader_accepts() -> None:
     assert drawn["seq_write_MBps"] == 7000.0 and drawn["name"] == "micron-6550-ion"
     assert [s["max_W"] for s in drawn["power_states"]] == pytest.approx([s["max_W"] * 1.1 for s in spec["power_states"]])
     assert drawn["link"] == spec["link"] and drawn["rand_read_iops"] == spec["rand_read_iops"]
+
+
+def test_two_devices_of_one_question_are_named_apart_and_unaffected_runs_are_reused() -> None:
+    """A drive's value moves only the run that uses that drive: the other run of the pair is its plain run, reused
+    (identical outputs, not a re-run); the same field of two drives is reported with each drive's name."""
+    from iowatt.scenarios.uncertainty import _labels
+
+    pair = [load("amax/fio_9200"), load("amax/fio_5210")]
+    paths = [("metrics.read_iops",)] * 2
+    result = propagate(pair, Settings(method="oat"), paths=paths)
+    key = "catalog:ssd:micron-5210-ion:seq_read_MBps"
+    low, high = result.oat[key]
+    assert low[0] == result.base_outputs[0] and high[0] == result.base_outputs[0]  # the 9200's run, untouched
+    assert low[1] != result.base_outputs[1]
+    a = next(i for i in result.inputs if i.key == key)
+    b = dataclasses.replace(a, key="catalog:ssd:micron-9200-pro:seq_read_MBps", source="micron-9200-pro")
+    assert _labels([a, b]) == ["system.storage.device.seq_read_MBps (micron-5210-ion)",
+                               "system.storage.device.seq_read_MBps (micron-9200-pro)"]
+    assert _labels([a]) == ["system.storage.device.seq_read_MBps"]
