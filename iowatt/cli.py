@@ -87,6 +87,8 @@ def run(
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios.loader import load
 
+    if fio is not None and dlio is not None:
+        raise UserError(f"--fio {fio} and --dlio {dlio}: expected one workload file, found both (run them one at a time)")
     if fio is not None:
         loaded = _load_with_fio(scenario, fio, set_ or [])
     elif dlio is not None:

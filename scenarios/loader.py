@@ -18,6 +18,7 @@ from iowatt.scenarios.schema import ScenarioBase, scenario_model
 from iowatt.simulator import workloads
 from iowatt.simulator.storage import registry as storage_registry
 from pydantic import BaseModel, ValidationError
+from yaml.constructor import ConstructorError
 
 LIBRARY_DIR = Path(__file__).parent / "library"
 SYSTEM_SECTIONS = ("server", "gpus", "storage")
@@ -159,7 +160,9 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
     if not path:
         raise ScenarioError(f"--set {assignment}: the path before '=' is empty")
     try:
-        value = yaml.safe_load(raw_value) if raw_value.strip() else ""
+        value = strict_yaml.load(raw_value) if raw_value.strip() else ""
+    except ConstructorError as error:  # YAML that parses but cannot be used: a key twice, a 5000-digit number, an alias bomb
+        raise ScenarioError(f"--set {path}: {error.problem}") from None
     except yaml.YAMLError:
         value = raw_value
     segments = path.split(".")

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from iowatt.models import goodput as gp
-from iowatt.models import strict_yaml
-from iowatt.scenarios.loader import ScenarioError
+from iowatt.scenarios.loader import ScenarioError, read_yaml
 from iowatt.scenarios.plan_costs import derived_metrics
 from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
 from iowatt.scenarios.sweep import _typed as sw_typed
@@ -94,14 +93,7 @@ def load_spec(path: str | Path) -> PlanSpec:
     path = Path(path)
     if not path.is_file():
         raise ScenarioError(f"{path}: no such plan spec file (a YAML with scenario, choices, constraints, objective)")
-    import yaml
-
-    try:
-        data = strict_yaml.load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ScenarioError(f"{path}: not valid YAML ({error})") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: expected a mapping with scenario, choices, constraints, objective; found {type(data).__name__}")
+    data = read_yaml(path, what="plan spec")  # a binary file, a duplicate key: one message with the line
     allowed = {"name", "description", "scenario", "set", "choices", "failure", "constraints", "objective", "write_amplification", "max_exhaustive"}
     unknown = sorted(set(data) - allowed)
     if unknown:
