@@ -62,8 +62,10 @@ def open_executor(
         raise ScenarioError(
             f"--scheduler-file {scheduler_file}: no such file; start the scheduler first (`dask scheduler --scheduler-file {scheduler_file}`)"
         )
+    option = f"--address {address}"
     if scheduler_file:
-        address, scheduler_file = _scheduler_address(Path(scheduler_file)), None
+        address = _scheduler_address(Path(scheduler_file))
+        option = f"--scheduler-file {scheduler_file} (address {address})"
     if address:
         try:
             from distributed import Client
@@ -73,7 +75,7 @@ def open_executor(
             timeout = f"{connect_timeout}s"
             client = Client(address, timeout=timeout)
         except (OSError, TimeoutError, ValueError) as error:
-            raise ScenarioError(f"--address/--scheduler-file {address}: cannot reach the Dask scheduler ({error})") from None
+            raise ScenarioError(f"{option}: cannot reach the Dask scheduler ({error})") from None
         try:
             executor = client.get_executor()
             executor.iowatt_workers = max(1, sum(client.nthreads().values()))  # type: ignore[attr-defined]  # chunking hint

@@ -127,7 +127,7 @@ def load_spec(path: str | Path) -> PlanSpec:
             spec.failure = gp.FailureModel(
                 nodes=int(failure.get("nodes", 1)),
                 node_mtbf_hours=float(failure["node_mtbf_hours"]),
-                restart_seconds=_interval(failure.get("restart_seconds", 0.0), f"{path}: failure.restart_seconds"),  # type: ignore[arg-type]
+                restart_seconds=_interval(failure.get("restart_seconds", 0.0), f"{path}: failure.restart_seconds", zero=True),  # type: ignore[arg-type]
                 local_recovery_share=float(failure.get("local_recovery_share", 0.0)),
             )
         except KeyError as error:
@@ -186,7 +186,9 @@ def _layout_label(layout: dict[str, Any]) -> str:
     return label + "".join(f" {k}={v}" for k, v in rest.items())
 
 
-def _interval(value: Any, where: str) -> float | str:
+def _interval(value: Any, where: str, zero: bool = False) -> float | str:
+    """Seconds, or a rule (daly, young, simulated); 0 s only where `zero` (a restart may take none, an interval of 0 s
+    would leave no time for training: goodput is undefined)."""
     if isinstance(value, str) and value.strip().lower() in INTERVAL_RULES:
         return value.strip().lower()
     from iowatt.models.units import UnitError, parse_seconds
@@ -195,8 +197,8 @@ def _interval(value: Any, where: str) -> float | str:
         seconds = float(parse_seconds(value))
     except (UnitError, ValueError, TypeError) as error:
         raise ScenarioError(f"{where}: expected seconds (e.g. 600 or '10 min'), daly, young or simulated; {error}") from None
-    if seconds < 0:
-        raise ScenarioError(f"{where}: expected >= 0 s, found {seconds}")
+    if not (seconds >= 0 if zero else seconds > 0) or not math.isfinite(seconds):
+        raise ScenarioError(f"{where}: expected a finite number of seconds {'>=' if zero else '>'} 0, found {value!r}")
     return seconds
 
 

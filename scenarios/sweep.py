@@ -189,13 +189,20 @@ def _canonical(key: str) -> str:
     return f"system.{key}" if key.split(".", 1)[0] in SYSTEM_SECTIONS else key
 
 
-def check_axes(sweep: Sweep) -> None:
-    """Each path is swept once: a second axis on the same field would silently replace the first."""
-    seen: set[str] = set()
+def check_axes(sweep: Sweep, option: str = "--grid/--range") -> None:
+    """Each path is swept once: a second axis on the same field would silently replace the first, and so would an
+    axis the fixed `--set` of the same field (or of a field inside it), which the axis's values replace in every case."""
+    seen: dict[str, str] = {}
     for key in sweep.keys:
         if _canonical(key) in seen:
-            raise ScenarioError(f"--grid/--range {key}: the axis is given twice; give each field once, with all its values (KEY=V1,V2,...)")
-        seen.add(_canonical(key))
+            raise ScenarioError(f"{option} {key}: the axis is given twice; give each field once, with all its values (KEY=V1,V2,...)")
+        seen[_canonical(key)] = key
+    for assignment in sweep.overrides:
+        fixed = _canonical(assignment.partition("=")[0].strip())
+        for path, key in seen.items():
+            if fixed == path or fixed.startswith(f"{path}."):
+                raise ScenarioError(f"--set {assignment} and {option} {key}: the swept values would replace the fixed one in every case; "
+                                    "give the field either as an axis or with --set")
 
 
 def expand(sweep: Sweep) -> list[Case]:

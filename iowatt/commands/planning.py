@@ -223,6 +223,7 @@ def compare(
             raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
         combos = list(zip(*(values for _, values in axes), strict=True))
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
+    sw.check_axes(spec, "--vary")
     cases = []
     for index, combo in enumerate(combos):
         case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
@@ -302,6 +303,10 @@ def plan(
     from iowatt.scenarios.executors import open_executor
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    if plot is not None:
+        from iowatt.output.files import check_png_target
+
+        check_png_target(plot)
     spec = pl.load_spec(spec_file)
     with open_executor(jobs, address, scheduler_file) as executor:
         result = pl.search(spec, executor)
