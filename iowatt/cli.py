@@ -46,6 +46,13 @@ def main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """iowatt command line."""
+    import os
+
+    folder = os.environ.get("IOWATT_CATALOG_DIR")  # models.catalog.USER_CATALOG_ENV (not imported: start-up stays fast)
+    if folder and not Path(folder).expanduser().is_dir():
+        from iowatt.errors import fail
+
+        fail(f"IOWATT_CATALOG_DIR={folder}: expected a folder of catalog YAML files (device profiles), found no such folder")
 
 
 @app.command()

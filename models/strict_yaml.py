@@ -108,3 +108,11 @@ _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.const
 def load(text: str) -> object:
     """`yaml.safe_load`, except that a duplicate key raises DuplicateKeyError (a yaml.YAMLError) with its line."""
     return yaml.load(text, Loader=_UniqueKeyLoader)
+
+
+def describe(error: yaml.YAMLError) -> str:
+    """`at line L, column C: what is wrong` (the PyYAML message's first line where it has no mark)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"malformed YAML{where}: {problem}"

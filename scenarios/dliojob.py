@@ -265,9 +265,7 @@ def read_workload_file(path: Path, lenient: bool = False) -> tuple[dict[str, Any
     try:
         data = strict_yaml.load(text)  # a key given twice (two `reader:` blocks) is refused, as in scenario files
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(f"--dlio {where}: malformed YAML{at}: {getattr(error, 'problem', None) or str(error).splitlines()[0]}") from None
+        raise ScenarioError(f"--dlio {where}: {strict_yaml.describe(error)}") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"--dlio {where}: expected a DLIO workload mapping (model, framework, workflow, dataset, ...), found {type(data).__name__}")
     data = data.get("workload", data) if isinstance(data.get("workload"), dict) else data  # a hydra config.yaml nests it

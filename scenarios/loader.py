@@ -79,10 +79,7 @@ def read_yaml(path: Path, what: str = "scenario") -> dict[str, Any]:
     try:
         data = strict_yaml.load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ScenarioError(f"{path}: malformed YAML{where}: {problem}") from None
+        raise ScenarioError(f"{path}: {strict_yaml.describe(error)}") from None
     if not isinstance(data, dict):
         expected = "a mapping with `system` and `workload`" if what == "scenario" else "a mapping"
         raise ScenarioError(f"{path}: expected {expected}, found {type(data).__name__}")
@@ -209,11 +206,33 @@ def validate(data: dict[str, Any], origin: str) -> ScenarioBase:
         scenario = scenario_model().model_validate(data)
     except ValidationError as error:
         raise ScenarioError(format_validation_error(error, origin)) from None
+    flipped = _booleans_read_as_numbers(data, scenario.model_dump(), ())
+    if flipped:
+        path, value = flipped
+        raise ScenarioError(f"{origin}: invalid scenario\n  {path}: expected a number, found {str(value).lower()} (a boolean)")
     try:
         checks.check(scenario)
     except ValueError as error:
         raise ScenarioError(f"{origin}: impossible scenario\n  {error}") from None
     return scenario
+
+
+def _booleans_read_as_numbers(given: Any, read: Any, path: tuple[str, ...]) -> tuple[str, bool] | None:
+    """(field, value) of the first `true`/`false` the model took as a number (pydantic's lax mode reads `count: true`
+    as 1): found by walking what was written beside what was validated, so no field's type needs to be looked up."""
+    if isinstance(given, bool):
+        return None if isinstance(read, bool) or read is None or isinstance(read, str) else (".".join(path), given)
+    if isinstance(given, dict) and isinstance(read, dict):
+        pairs = [(str(k), v, read[k]) for k, v in given.items() if k in read]
+    elif isinstance(given, list) and isinstance(read, list | tuple) and len(given) == len(read):
+        pairs = [(f"[{i}]", v, r) for i, (v, r) in enumerate(zip(given, read, strict=True))]
+    else:
+        return None
+    for key, value, value_read in pairs:
+        found = _booleans_read_as_numbers(value, value_read, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def resolve_path(name: str) -> Path:
