@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 import yaml
 from iowatt.models import strict_yaml
@@ -115,17 +115,19 @@ def _field_model(annotation: Any, value: Any = None) -> type[BaseModel] | None:
     return members[0]
 
 
-def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
-    """Walk the pydantic models along the path so a typo is reported by name; True when the path holds a section (a model)."""
+def _walk(data: dict[str, Any], segments: list[str], text: str) -> tuple[type[BaseModel] | None, Any]:
+    """Walk the pydantic models along the path so a typo is reported by name: (the model the path holds, or None, and the
+    leaf field's annotation, or None inside a free-form mapping)."""
     model: type[BaseModel] | None = scenario_model()
     node: Any = data
+    annotation: Any = None
     for depth, segment in enumerate(segments):
         if model is None:
-            return False  # inside a free-form mapping (an inline spec); validation checks it later
+            return None, None  # inside a free-form mapping (an inline spec); validation checks it later
         if depth == 1 and segments[0] == "workload":
             kind = (data.get("workload") or {}).get("kind") if isinstance(data.get("workload"), dict) else None
             if kind not in workloads.kinds():
-                return False
+                return None, None
             model = workloads.get(kind).params
         fields = model.model_fields
         if segment not in fields:
@@ -134,8 +136,26 @@ def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
                 f"--set {text}: `{segment}` is not a field of {where} (fields: {', '.join(fields)})"
             )
         node = node.get(segment) if isinstance(node, dict) else None
-        model = _field_model(fields[segment].annotation, node)
-    return model is not None or segments == ["workload"]
+        annotation = fields[segment].annotation
+        model = _field_model(annotation, node)
+    return model, annotation
+
+
+def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
+    """True when the path holds a section (a model); a typo is a ScenarioError naming the field."""
+    return _walk(data, segments, text)[0] is not None or segments == ["workload"]
+
+
+def integer_field(data: dict[str, Any], path: str) -> bool:
+    """Whether the field at `path` (as --set writes it) holds whole numbers only (`int`, or `int | None`)."""
+    segments = path.strip().split(".")
+    if segments[0] in SYSTEM_SECTIONS:
+        segments = ["system", *segments]
+    annotation = _walk(data, segments, path)[1]
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    members = [a for a in (get_args(annotation) if get_origin(annotation) is not None else (annotation,)) if a is not type(None)]
+    return bool(members) and all(m is int for m in members)
 
 
 def _section_file(value: Any, assignment: str) -> Any:

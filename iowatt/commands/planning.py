@@ -149,8 +149,9 @@ def _sweep_verdict(result: SweepResult, output: Path) -> None:
     if result.all_invalid:
         raise UserError(f"every case of the sweep is an invalid scenario ({output} not written), e.g. {failures[0]}")
     rate = result.done / result.seconds if result.seconds > 0 else 0.0
+    repeated = f", {result.repeated} repeating an earlier case (run once)" if result.repeated else ""
     print(
-        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}, "
+        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}{repeated}, "
         f"{len(result.lost)} lost; {result.seconds:.2f} s, {rate:.1f} scenarios/s",
         file=sys.stderr,
     )
