@@ -28,7 +28,10 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used, with a message for the person who wrote it."""
 
 
-_STORAGE_FIELDS = ("storage", "export")
+_STORAGE_FIELDS = ("storage", "export", "stage")
+# pydantic names the branch of a union an error came from in its location (literal['memory'],
+# tagged-union[function-after[...], ...], function-after[...]): internals, not fields the user wrote
+_UNION_BRANCH = re.compile(r"^[a-z][a-z-]*\[.*\]$", re.DOTALL)
 _STORAGE_TAGS = tuple(storage_registry.kind_names())
 
 
@@ -37,10 +40,18 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _field_errors(error: ValidationError) -> list[tuple[list[str], dict[str, Any]]]:
+    """(location without union-branch labels, error) for each error; a branch that failed only because the input was of
+    another shape (a literal or a type mismatch beside a deeper error on the same field) is left out."""
+    found = [([str(p) for p in item["loc"] if not _UNION_BRANCH.match(str(p))], item) for item in error.errors()]
+    deeper = {tuple(loc[:i]) for loc, _ in found for i in range(len(loc))}
+    shapes = ("literal_error", "model_type", "dict_type", "string_type", "union_tag_invalid")
+    return [(loc, item) for loc, item in found if not (item["type"] in shapes and tuple(loc) in deeper)]
+
+
 def format_validation_error(error: ValidationError, origin: str) -> str:
     lines = []
-    for item in error.errors():
-        loc = [str(p) for p in item["loc"]]
+    for loc, item in _field_errors(error):
         # drop the discriminator tag pydantic adds for tagged unions (workload.checkpoint.size)
         if len(loc) >= 2 and loc[0] == "workload" and loc[1] in workloads.kinds():
             loc = [loc[0], *loc[2:]]

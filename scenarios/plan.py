@@ -26,6 +26,7 @@ import itertools
 import math
 import operator
 import re
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,7 +286,8 @@ class PlanResult:
         return out
 
 
-def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executor) -> list[dict[str, Any]]:
+def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executor,
+              on_case: Callable[[bool], None] | None = None) -> list[dict[str, Any]]:
     """Simulate each distinct scenario once and expand it over the checkpoint intervals.
 
     A combination that is not a valid scenario (PS2 on a drive with one power
@@ -294,7 +296,7 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     from iowatt.scenarios.sweep import resolve_case
 
     resolved_cases = {case.index: resolve_case(sweep, case) for case in cases}
-    result = run_sweep(sweep, executor, cases=cases)
+    result = run_sweep(sweep, executor, cases=cases, on_case=on_case)
     if result.lost:
         raise ScenarioError(f"plan: {len(result.lost)} simulation(s) lost with their worker: {result.lost[0]}")
     by_hash = {r["scenario_hash"]: r for r in result.rows}  # cases resolving to the same scenario share one run
@@ -323,7 +325,8 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     return configs
 
 
-def search(spec: PlanSpec, executor: Executor) -> PlanResult:
+def search(spec: PlanSpec, executor: Executor, on_case: Callable[[bool], None] | None = None) -> PlanResult:
+    """The configurations, evaluated; `on_case(failed)` as each simulation of an exhaustive search ends."""
     sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
     keys = [k for k, _ in spec.choices]
     combos = list(itertools.product(*(v for _, v in spec.choices)))
@@ -335,7 +338,7 @@ def search(spec: PlanSpec, executor: Executor) -> PlanResult:
         all_cases.append(Case(i, values, {LAYOUT_KEY: rewrite[layout]} if layout is not None else {}))
     notes: list[str] = []
     if len(all_cases) <= spec.max_exhaustive:
-        configs = _evaluate(spec, sweep, all_cases, executor)
+        configs = _evaluate(spec, sweep, all_cases, executor, on_case)
         result = PlanResult(spec, configs, "exhaustive", len(all_cases), notes)
     elif "storage.count" in keys and spec.objective in MONOTONE_OBJECTIVES and not spec.maximise:
         result = _bisect_count(spec, sweep, all_cases, executor)

@@ -202,6 +202,7 @@ def compare(
     import json
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.progress import ProgressBar
     from iowatt.output.serialize import to_csv
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios import sweep as sw
@@ -226,17 +227,19 @@ def compare(
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
     sw.check_axes(spec, "--vary")
     cases = []
-    for index, combo in enumerate(combos):
-        case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
-        resolved, _, error = sw.resolve_case(spec, case)
-        if resolved is None:
-            raise UserError(error)
-        document, _ = run_scenario(validate(resolved, origin))
-        metrics = dict(document["metrics"])
-        metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
-        metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
-        label = ", ".join(f"{k}={v}" for k, v in case.values.items())
-        cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+    with ProgressBar("compare", len(combos)) as bar:
+        for index, combo in enumerate(combos):
+            case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
+            resolved, _, error = sw.resolve_case(spec, case)
+            if resolved is None:
+                raise UserError(error)
+            document, _ = run_scenario(validate(resolved, origin))
+            metrics = dict(document["metrics"])
+            metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
+            metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
+            label = ", ".join(f"{k}={v}" for k, v in case.values.items())
+            cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+            bar.advance()
     first = cases[0]["metrics"]
     for case in cases:
         case["ratio"] = {k: _ratio(v, first.get(k)) for k, v in case["metrics"].items()}
@@ -298,8 +301,10 @@ def plan(
 ) -> None:
     """Search candidate configurations for the best one that meets the constraints."""
     import json
+    import math
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.progress import ProgressBar
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios.executors import open_executor
 
@@ -309,8 +314,11 @@ def plan(
 
         check_png_target(plot)
     spec = pl.load_spec(spec_file)
-    with open_executor(jobs, address, scheduler_file) as executor:
-        result = pl.search(spec, executor)
+    combinations = math.prod(len(values) for _, values in spec.choices)
+    # the exhaustive search's cases are known up front (a monotone search's are not: it shows nothing)
+    with open_executor(jobs, address, scheduler_file) as executor, \
+            ProgressBar("plan", combinations if combinations <= spec.max_exhaustive else 0) as bar:
+        result = pl.search(spec, executor, on_case=bar.advance)
     ranked = result.ranked()
     cost_axis = "cost_usd" if result.feasible and all(c.get("cost_usd") is not None for c in result.feasible) else "device_count"
     front = result.pareto(cost_axis)
