@@ -35,7 +35,7 @@ from typing import Any
 from iowatt.models import goodput as gp
 from iowatt.scenarios.loader import ScenarioError, read_yaml
 from iowatt.scenarios.plan_costs import derived_metrics
-from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
+from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_axes, check_path, load_base, run_sweep
 from iowatt.scenarios.sweep import _typed as sw_typed
 
 INTERVAL_KEY = "checkpoint_interval"
@@ -153,7 +153,10 @@ def load_spec(path: str | Path) -> PlanSpec:
             raise ScenarioError(f"{path}: write_amplification: expected a number >= 1, found {data['write_amplification']!r}") from None
         if spec.write_amplification < 1.0:
             raise ScenarioError(f"{path}: write_amplification: expected a number >= 1, found {spec.write_amplification}")
-    spec.max_exhaustive = int(data.get("max_exhaustive", 2000))
+    exhaustive = data.get("max_exhaustive", 2000)
+    if isinstance(exhaustive, bool) or not isinstance(exhaustive, int) or exhaustive < 1:
+        raise ScenarioError(f"{path}: max_exhaustive: expected a whole number of configurations >= 1, found {exhaustive!r}")
+    spec.max_exhaustive = exhaustive
     return spec
 
 
@@ -328,6 +331,7 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
 def search(spec: PlanSpec, executor: Executor, on_case: Callable[[bool], None] | None = None) -> PlanResult:
     """The configurations, evaluated; `on_case(failed)` as each simulation of an exhaustive search ends."""
     sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
+    check_axes(sweep, "choices")  # a `set` of a field the choices vary would be replaced in every configuration
     keys = [k for k, _ in spec.choices]
     combos = list(itertools.product(*(v for _, v in spec.choices)))
     rewrite = {label: spec.layouts[label] for label in spec.layouts}

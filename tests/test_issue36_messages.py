@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 from iowatt.models.units import UnitError, parse_bytes
-from iowatt.output import progress
 from typer.testing import CliRunner
 
 from iowatt.cli import app
+from iowatt.output import progress
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = str(ROOT / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml")
