@@ -60,7 +60,8 @@ def sweep(
     """Run a grid or random sample of variants of one scenario; one row per case, in case order.
 
     Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
-    (every case is an invalid scenario, an axis is given twice, a bad option). A progress bar goes to stderr when it is a terminal."""
+    (every case is an invalid scenario, an axis is given twice, a bad option). Progress goes to stderr: a bar on a terminal, else
+    a line at most every 5 s."""
     from iowatt.scenarios import sweep as sw
     from iowatt.scenarios.executors import open_executor
 
