@@ -46,6 +46,13 @@ def main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """iowatt command line."""
+    import os
+
+    folder = os.environ.get("IOWATT_CATALOG_DIR")  # models.catalog.USER_CATALOG_ENV (not imported: start-up stays fast)
+    if folder and not Path(folder).expanduser().is_dir():
+        from iowatt.errors import fail
+
+        fail(f"IOWATT_CATALOG_DIR={folder}: expected a folder of catalog YAML files (device profiles), found no such folder")
 
 
 @app.command()
@@ -87,6 +94,8 @@ def run(
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios.loader import load
 
+    if fio is not None and dlio is not None:
+        raise UserError(f"--fio {fio} and --dlio {dlio}: expected one workload file, found both (run them one at a time)")
     if fio is not None:
         loaded = _load_with_fio(scenario, fio, set_ or [])
     elif dlio is not None:

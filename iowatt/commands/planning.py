@@ -60,7 +60,8 @@ def sweep(
     """Run a grid or random sample of variants of one scenario; one row per case, in case order.
 
     Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
-    (every case is an invalid scenario, an axis is given twice, a bad option). A progress bar goes to stderr when it is a terminal."""
+    (every case is an invalid scenario, an axis is given twice, a bad option). Progress goes to stderr: a bar on a terminal, else
+    a line at most every 5 s."""
     from iowatt.scenarios import sweep as sw
     from iowatt.scenarios.executors import open_executor
 
@@ -149,8 +150,9 @@ def _sweep_verdict(result: SweepResult, output: Path) -> None:
     if result.all_invalid:
         raise UserError(f"every case of the sweep is an invalid scenario ({output} not written), e.g. {failures[0]}")
     rate = result.done / result.seconds if result.seconds > 0 else 0.0
+    repeated = f", {result.repeated} repeating an earlier case (run once)" if result.repeated else ""
     print(
-        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}, "
+        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}{repeated}, "
         f"{len(result.lost)} lost; {result.seconds:.2f} s, {rate:.1f} scenarios/s",
         file=sys.stderr,
     )
@@ -201,6 +203,7 @@ def compare(
     import json
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.progress import ProgressBar
     from iowatt.output.serialize import to_csv
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios import sweep as sw
@@ -223,18 +226,21 @@ def compare(
             raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
         combos = list(zip(*(values for _, values in axes), strict=True))
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
+    sw.check_axes(spec, "--vary")
     cases = []
-    for index, combo in enumerate(combos):
-        case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
-        resolved, _, error = sw.resolve_case(spec, case)
-        if resolved is None:
-            raise UserError(error)
-        document, _ = run_scenario(validate(resolved, origin))
-        metrics = dict(document["metrics"])
-        metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
-        metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
-        label = ", ".join(f"{k}={v}" for k, v in case.values.items())
-        cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+    with ProgressBar("compare", len(combos)) as bar:
+        for index, combo in enumerate(combos):
+            case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
+            resolved, _, error = sw.resolve_case(spec, case)
+            if resolved is None:
+                raise UserError(error)
+            document, _ = run_scenario(validate(resolved, origin))
+            metrics = dict(document["metrics"])
+            metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
+            metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
+            label = ", ".join(f"{k}={v}" for k, v in case.values.items())
+            cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+            bar.advance()
     first = cases[0]["metrics"]
     for case in cases:
         case["ratio"] = {k: _ratio(v, first.get(k)) for k, v in case["metrics"].items()}
@@ -296,15 +302,24 @@ def plan(
 ) -> None:
     """Search candidate configurations for the best one that meets the constraints."""
     import json
+    import math
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.progress import ProgressBar
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios.executors import open_executor
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    if plot is not None:
+        from iowatt.output.files import check_png_target
+
+        check_png_target(plot)
     spec = pl.load_spec(spec_file)
-    with open_executor(jobs, address, scheduler_file) as executor:
-        result = pl.search(spec, executor)
+    combinations = math.prod(len(values) for _, values in spec.choices)
+    # the exhaustive search's cases are known up front (a monotone search's are not: it shows nothing)
+    with open_executor(jobs, address, scheduler_file) as executor, \
+            ProgressBar("plan", combinations if combinations <= spec.max_exhaustive else 0) as bar:
+        result = pl.search(spec, executor, on_case=bar.advance)
     ranked = result.ranked()
     cost_axis = "cost_usd" if result.feasible and all(c.get("cost_usd") is not None for c in result.feasible) else "device_count"
     front = result.pareto(cost_axis)
