@@ -121,7 +121,8 @@ class Section(BaseModel):
 class Study(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: str
+    # the id names the study's folder under --out: one plain name, never a path (no '/', no leading '.' or '..')
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     title: str
     source: str = ""
     note: str = ""

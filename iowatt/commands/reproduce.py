@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
         """Run a published study's scenarios; print its comparison tables (published vs predicted) and draw its figures.
 
         Figures need matplotlib (pip install 'iowatt\\[plots]'); without it the tables, CSVs and index.md are still written.
-        A scenario that is missing or fails is reported in the tables, never fatal. A progress bar goes to stderr when it is a terminal.
+        A scenario that is missing or fails is reported in the tables and the rest still run; the exit status is then 1.
+        A progress bar goes to stderr when it is a terminal.
         """
         from iowatt.output import figures
         from iowatt.output.progress import ProgressBar
@@ -53,6 +54,10 @@ def register(app: typer.Typer) -> None:
             print(f"wrote {len(written)} files ({kind}); open {out / 'index.md'}", file=sys.stderr)
         else:
             print("add --out DIR to write figures, their CSVs and index.md", file=sys.stderr)
+        failed = sorted({run for r in results for s in r.sections for run in rp.failures(s)})
+        if failed:  # the tables and files are complete apart from these runs; the exit status says some are missing
+            print(f"error: {len(failed)} run(s) failed (their cells read ERROR), e.g. {failed[0]}", file=sys.stderr)
+            raise typer.Exit(1)
 
 
 def _fmt(value: float | None) -> str:
