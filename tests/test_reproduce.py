@@ -294,6 +294,37 @@ def test_a_power_trace_spans_each_runs_own_simulated_time():
         assert cell.predicted * cell.span == pytest.approx(document["energy"]["components"]["ssd0"]["energy_J"], rel=1e-9)
 
 
+def test_the_power_trace_figure_and_csv_are_in_seconds_of_each_run(tmp_path, monkeypatch):
+    """Issue 36 item 20: the power-trace figure plotted bins against their index on an axis labelled seconds (0-240 for a
+    139.8 s run) and its CSV had no time column. Now the CSV's `trace_x` holds each bin's time, ending at the run's
+    simulated seconds, and the figure's lines span the same x (read back from the drawn Line2D).
+    Oracle: metrics.simulated_seconds of an independent run of the same scenario."""
+    from iowatt.commands.reproduce import section_figure
+
+    study, path = load_study("ssd_power_states")
+    section = study.sections[0]
+    result = run_section(section, path.parent)
+    rows = [r for r in comparison_rows(result) if r["kind"] == "data"]
+    drawn: dict[str, list[float]] = {}
+    real_plot = figures._draw_trace
+
+    def spy(data):
+        fig = real_plot(data)
+        drawn.update({line.get_label(): list(line.get_xdata()) for line in fig.axes[0].get_lines()})
+        return fig
+
+    monkeypatch.setattr(figures, "_draw_trace", spy)
+    if figures.plots_available():
+        figures.draw_study_figure(section_figure(result), tmp_path / "trace")
+    for run, row in zip(section.runs, rows, strict=True):
+        seconds = run_scenario_for(path.parent / run.scenario, run.set)["metrics"]["simulated_seconds"]
+        times = json.loads(row["trace_x"])
+        assert len(times) == len(json.loads(row["trace"])) and times[-1] == pytest.approx(seconds)
+        assert times == sorted(times) and 0 < times[0] < seconds / 10
+        if figures.plots_available():
+            assert max(drawn[run.label]) == pytest.approx(seconds)
+
+
 def run_scenario_for(scenario: Path, overrides: dict) -> dict:
     from iowatt.scenarios.run import run_scenario
 

@@ -213,6 +213,9 @@ def validate(
     from iowatt.calibration.realcheck_bundle import is_realcheck
 
     if is_realcheck(bundle_path):  # a bundle of `iowatt check-machine`: it holds its own profile
+        if profile_path is not None:
+            raise UserError(f"--profile {profile_path}: expected none with --bundle {bundle_path}, a bundle from `iowatt check-machine`, "
+                            "which is re-scored with the profile it holds (profile.yaml); found one")
         from iowatt.commands.realcheck import rescore
 
         try:

@@ -116,14 +116,17 @@ def section_markdown(result: SectionResult) -> list[str]:
 
 def section_figure(result: SectionResult) -> StudyFigure:
     from iowatt.scenarios.reproduce import published_absolute
+    from iowatt.scenarios.reproduce_trace import trace_positions
 
     s = result.section
     return StudyFigure(
-        kind=s.figure, title=s.title, x_label=s.x_label, x_log2=s.x_log2, y_log=s.y_log, trace_span=s.trace_span,
+        kind=s.figure, title=s.title, x_label=s.x_label, x_log2=s.x_log2, y_log=s.y_log,
         runs=[FigureRun(r.label, r.x, r.series) for r in s.runs],
         metrics=[m.label for m in s.metrics],
         values={key: cell.predicted for key, cell in result.values.items()},
         traces={key: cell.trace for key, cell in result.values.items() if cell.trace is not None},
+        trace_xs={key: trace_positions(s, len(cell.trace), cell.span) for key, cell in result.values.items() if cell.trace is not None},
+        note=s.note,
         claims=[FigureClaim(c.published.run, c.published.metric, c.published.value, c.published.relative_to,
                             published_absolute(result, c.published), c.published.span) for c in result.claims],
     )
