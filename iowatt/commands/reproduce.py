@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def reproduce(
         study: Annotated[str, typer.Argument(help="A study name (micron_6550ion_vs_p5336, micron_9550_gnn_bam, amax_5210ion_vs_hdd, "
-                                                   "storagereview_ckpt_fill, mlperf_storage_v1; see scenarios/studies/), a study "
+                                                   "storagereview_ckpt_fill, mlperf_storage_v1, ssd_power_states; see scenarios/studies/), a study "
                                                    "YAML file, or `all`.")] = "all",
         out: Annotated[Path | None, typer.Option("--out", help="Write figures (PNG, SVG), their CSVs and index.md here.")] = None,
         jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes for the studies' scenarios (default: CPU count; "

@@ -29,7 +29,7 @@ def format_number(value: object) -> str:
     if magnitude >= 1e6 or magnitude < 1e-3:
         return f"{value:.4g}"
     if magnitude >= 100:
-        return f"{value:,.1f}"
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # a count reads 1,680, not 1,680.0
     return f"{value:.4g}"
 
 
@@ -69,14 +69,13 @@ def markdown(table: Table) -> list[str]:
 def result_tables(document: Mapping[str, object]) -> list[Table | str]:
     """A run's result document (`iowatt run -f json`): its metrics, what bound its storage, its energy by component."""
     title = str(document.get("name") or "iowatt result")
+    from iowatt.output.units import unit_of
+
     metrics = document.get("metrics")
     units = document.get("units")
-    rows = [[str(k), format_number(v)] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
-    if isinstance(units, Mapping) and units:  # names that do not say their unit (DLIO's MB/s is MiB/s)
-        rows = [[*row, str(units.get(row[0], ""))] for row in rows]
-        tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
-    else:
-        tables = [Table(["metric", "value"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    stated = units if isinstance(units, Mapping) else {}  # names that do not say their unit (DLIO's MB/s is MiB/s)
+    rows = [[str(k), format_number(v), unit_of(str(k), str(stated.get(k, "")))] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
+    tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
     storage = document.get("storage")
     if isinstance(storage, Mapping) and "binding_constraint" in storage:  # a volume that names its binding station
         paths = storage.get("erasure_paths")
