@@ -261,7 +261,10 @@ def compare(
 def _cases_line(axes: list[tuple[str, list[Any]]], count: int, paired: bool) -> str:
     """How the cases were formed, e.g. '4 cases, every combination of storage.device (2) x storage.power_state (2)'."""
     sizes = [f"{key} ({len(values)})" for key, values in axes]
-    how = ("paired by position (--zip): " + " with ".join(sizes)) if paired else ("every combination of " + " x ".join(sizes))
+    if len(axes) == 1:
+        how = f"one per value of {sizes[0]}"
+    else:
+        how = ("paired by position (--zip): " + " with ".join(sizes)) if paired else ("every combination of " + " x ".join(sizes))
     return f"{count} case{'s' if count != 1 else ''}, {how}"
 
 

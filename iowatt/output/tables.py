@@ -20,16 +20,19 @@ class Table:
 
 
 def format_number(value: object) -> str:
-    """Four significant digits, thousands separators from 100 up, scientific notation outside [1e-3, 1e6)."""
+    """Whole numbers from 100 up in full with thousands separators; else four significant digits, thousands separators
+    from 100 up, scientific notation outside [1e-3, 1e6)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     if value == 0 or math.isnan(value):
         return f"{value:g}"
     magnitude = abs(value)
+    if float(value).is_integer() and 100 <= magnitude < 1e15:
+        return f"{value:,.0f}"  # a count reads 1,170,301, not 1.17e+06 or 1,680.0
     if magnitude >= 1e6 or magnitude < 1e-3:
         return f"{value:.4g}"
     if magnitude >= 100:
-        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # a count reads 1,680, not 1,680.0
+        return f"{value:,.1f}"
     return f"{value:.4g}"
 
 
