@@ -10,6 +10,7 @@ one may get a `--set` of a smaller size appended (never a change of the README).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -71,6 +72,8 @@ def _skip_reason(command: str, chain: list[str]) -> str | None:
                 return why if step == command else f"reads what `{step}` writes, which is not run here: {why}"
         if any(piece in step for piece in NEEDS_FIO) and shutil.which("fio") is None:
             return "needs fio (apt-get install fio)"
+        if "--plot" in step and importlib.util.find_spec("matplotlib") is None:
+            return "--plot needs matplotlib (pip install 'iowatt[plots]')"
     return None
 
 
