@@ -351,9 +351,12 @@ def search(spec: PlanSpec, executor: Executor, on_case: Callable[[bool], None] |
             f"plan: {len(all_cases)} configurations exceed max_exhaustive ({spec.max_exhaustive}); narrow the choices, raise "
             f"max_exhaustive, or minimise {', '.join(MONOTONE_OBJECTIVES)} over storage.count (monotone search)"
         )
+    invalid = [c for c in result.configs if c.get("invalid")]
+    if invalid and len(invalid) == len(result.configs):  # nothing to choose from: bad input, as for a sweep (exit 2)
+        raise ScenarioError(f"{spec.name}: choices: expected at least one combination that is a valid scenario, found none of "
+                            f"{len(invalid)}, e.g. {invalid[0]['error']}")
     _check_metrics(result)
     _price_notes(result)
-    invalid = [c for c in result.configs if c.get("invalid")]
     if invalid:
         example = invalid[0]["error"]
         result.notes.append(f"{len(invalid)} combination(s) are not valid scenarios and were skipped, e.g. {example}")

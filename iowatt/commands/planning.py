@@ -186,10 +186,11 @@ def compare(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
     vary: Annotated[
         list[str],
-        typer.Option("--vary", "-v", metavar="KEY=V1,V2,...", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross. "
+        typer.Option("--vary", "-v", metavar="KEY=V1,V2,...", help="KEY=V1,V2,... (repeatable); every combination of the lists, or paired with --zip. "
                      "A whole section may be a YAML file or an inline mapping: storage=local.yaml,raid5.yaml or storage={kind: raid, level: 5, ...}."),
     ],
-    cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists instead of pairing them.")] = False,
+    zip_: Annotated[bool, typer.Option("--zip", help="Pair the --vary lists by position (equal lengths) instead of every combination.")] = False,
+    cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists (the default; kept for old scripts).")] = False,
     set_: SetOption = None,
     nodes: NodesOption = None,
     node_mtbf_hours: MtbfOption = None,
@@ -198,7 +199,9 @@ def compare(
     fmt: FormatOption = None,
     output: OutputOption = None,
 ) -> None:
-    """Run the scenario once per value and show metrics side by side, with each one's ratio to the first."""
+    """Run the scenario once per case and show metrics side by side, with each one's ratio to the first.
+
+    The cases are every combination of the --vary lists (2 x 2 values: 4 cases), or, with --zip, the lists paired by position."""
     import itertools
     import json
 
@@ -217,14 +220,18 @@ def compare(
         raise UserError(f"--interval {interval}: daly/young/simulated need --nodes and --node-mtbf-hours")
     base, origin = sw.load_base(scenario)
     axes = [sw.parse_axis(text, "--vary", base) for text in vary]
-    if cross:
-        combos = list(itertools.product(*(values for _, values in axes)))
-    else:
+    if zip_ and cross:
+        raise UserError("--zip and --cross: expected one of them (pair the --vary lists, or every combination), found both")
+    if zip_:
         lengths = {len(values) for _, values in axes}
         if len(lengths) > 1:
             shown = ", ".join(f"{k} has {len(v)}" for k, v in axes)
-            raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
+            raise UserError(f"--zip: lists of different lengths cannot be paired ({shown}); leave out --zip for every combination")
         combos = list(zip(*(values for _, values in axes), strict=True))
+    else:
+        combos = list(itertools.product(*(values for _, values in axes)))
+    formed = _cases_line(axes, len(combos), zip_)
+    print(f"compare: {formed}", file=sys.stderr)
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
     sw.check_axes(spec, "--vary")
     cases = []
@@ -245,7 +252,7 @@ def compare(
     for case in cases:
         case["ratio"] = {k: _ratio(v, first.get(k)) for k, v in case["metrics"].items()}
     if chosen == "json":
-        write_text(json.dumps({"scenario": origin, "cases": cases}, indent=2, default=str) + "\n", output)
+        write_text(json.dumps({"scenario": origin, "formed": formed, "cases": cases}, indent=2, default=str) + "\n", output)
     elif chosen == "csv":
         rows = [
             {"metric": name, "case": c["label"], "value": c["metrics"].get(name), "ratio_to_first": c["ratio"].get(name)}
@@ -254,7 +261,17 @@ def compare(
         ]
         write_text(to_csv(rows), output)
     else:
-        write_text(_compare_table(cases), output)
+        write_text(_compare_table(cases, formed), output)
+
+
+def _cases_line(axes: list[tuple[str, list[Any]]], count: int, paired: bool) -> str:
+    """How the cases were formed, e.g. '4 cases, every combination of storage.device (2) x storage.power_state (2)'."""
+    sizes = [f"{key} ({len(values)})" for key, values in axes]
+    if len(axes) == 1:
+        how = f"one per value of {sizes[0]}"
+    else:
+        how = ("paired by position (--zip): " + " with ".join(sizes)) if paired else ("every combination of " + " x ".join(sizes))
+    return f"{count} case{'s' if count != 1 else ''}, {how}"
 
 
 def _ratio(value: Any, first: Any) -> float | None:
@@ -270,7 +287,7 @@ def _metric_names(cases: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def _compare_table(cases: list[dict[str, Any]]) -> str:
+def _compare_table(cases: list[dict[str, Any]], formed: str) -> str:
     from iowatt.output.tables import Table, format_number, render
 
     rows = []
@@ -285,7 +302,7 @@ def _compare_table(cases: list[dict[str, Any]]) -> str:
             cells.append(text)
         rows.append([name, *cells])
     labels = [case["label"] for case in cases]
-    table = Table(["metric", *labels], rows, title="compare (ratio to the first column)", right=frozenset(labels))
+    table = Table(["metric", *labels], rows, title=f"compare: {formed} (ratio to the first column)", right=frozenset(labels))
     return render([table], width=60 + 34 * len(cases))
 
 
