@@ -37,7 +37,9 @@ def _timed(args: list[str]) -> tuple[float, float]:
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
-    subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env={**os.environ})
+    done = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env={**os.environ})
+    if done.returncode != 0:  # a failed command would time its error path
+        raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {done.stderr[-500:]}")
     wall = time.perf_counter() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -81,6 +83,7 @@ def _table(directory: Path, chosen: tuple[str, ...]) -> Path:
     for row in data["measurements"]:
         if row["id"] not in chosen:
             continue
+        row.pop("restates", None)  # the row it restates may not be among the chosen
         if "scenario" in row:
             row["scenario"] = absolute(row["scenario"])
         for side in (row.get("ratio") or {}).values():
