@@ -10,7 +10,7 @@ import typer
 
 from iowatt.app import App, OutputOption
 from iowatt.errors import UserError, user_errors
-from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption
 
 if TYPE_CHECKING:
     from iowatt.scenarios.schema import ScenarioBase
@@ -30,7 +30,10 @@ SetOption = Annotated[
     typer.Option("--set", "-s", metavar="PATH=VALUE", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
 ]
 FormatOption = Annotated[
-    str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal and json otherwise).")
+    str | None,
+    typer.Option("--format", "-f", help="table, json, csv, dlio (DLIO's summary.json and per_epoch_stats.json, with -o DIR), fio (fio's "
+                 "JSON) or fio-terse (fio's terse v3 line) for a fio workload (default: by --output extension, else table on a "
+                 "terminal and json otherwise)."),
 ]
 
 
@@ -47,6 +50,13 @@ def main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """iowatt command line."""
+    import os
+
+    folder = os.environ.get("IOWATT_CATALOG_DIR")  # models.catalog.USER_CATALOG_ENV (not imported: start-up stays fast)
+    if folder and not Path(folder).expanduser().is_dir():
+        from iowatt.errors import fail
+
+        fail(f"IOWATT_CATALOG_DIR={folder}: expected a folder of catalog YAML files (device profiles), found no such folder")
 
 
 @app.command()
@@ -86,12 +96,15 @@ def run(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 32,
     level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="With --uncertainty: worker processes (default: all cores; 0: this process).")] = None,
 ) -> None:
     """Run one scenario and print its metrics and energy (--format dlio -o DIR: DLIO's summary.json and per_epoch_stats.json)."""
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios.loader import load
 
+    if fio is not None and dlio is not None:
+        raise UserError(f"--fio {fio} and --dlio {dlio}: expected one workload file, found both (run them one at a time)")
     if fio is not None:
         loaded = _load_with_fio(scenario, fio, set_ or [])
     elif dlio is not None:
@@ -111,7 +124,7 @@ def run(
     if uncertainty:
         from iowatt.uncertainty_options import settings
 
-        chosen_settings = settings(samples, level)
+        chosen_settings = settings(samples, level, method)
         if mode != "fluid":
             raise UserError("--uncertainty: samples the fluid model only; leave out --mode per-request")
     elif loaded.user_ranges:
@@ -121,7 +134,7 @@ def run(
     if dry_run:
         _dry_run(loaded, fmt, output)
         return
-    chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio"))
+    chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio", "fio", "fio-terse"))
     if chosen == "dlio" and output is None:
         raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
     if mode not in ("fluid", "per-request"):
@@ -155,7 +168,12 @@ def run(
 
         write(document, output)
         return
-    if chosen == "json":
+    if chosen in ("fio", "fio-terse"):
+        from iowatt.commands.fio_output import fio_document, terse_line
+
+        fio_json = fio_document(document)
+        text = serialize.to_json(fio_json) if chosen == "fio" else terse_line(fio_json, int(loaded.workload.iodepth)) + "\n"  # type: ignore[union-attr]
+    elif chosen == "json":
         text = serialize.to_json(document)
     elif chosen == "csv":
         text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"], **_interval_columns(document)}])
@@ -163,7 +181,7 @@ def run(
         text = tables.render(tables.result_tables(document))
     write_text(text, output)
     if uncertainty and propagation.too_many_failed:
-        print(f"error: {propagation.failed} of {propagation.samples + propagation.screening_runs} sampled runs failed "
+        print(f"error: {propagation.failed} of {propagation.runs} sampled runs failed "
               f"(more than {chosen_settings.max_failed_share:.0%}); the interval is not trustworthy", file=sys.stderr)
         raise typer.Exit(1)
 

@@ -25,8 +25,8 @@ class Interval:
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
     """The q-quantile with Hazen's plotting positions (Hyndman & Fan 1996, type 5: the k-th of n values sits at
-    (k - 1/2) / n), interpolated linearly and clamped at the ends.  A Sobol' design puts one point in each 1/n slice of
-    every input, so its k-th value sits near (k - 1/2) / n: type 5 reads such a sample without the bias numpy's
+    (k - 1/2) / n), interpolated linearly and clamped at the ends.  A Latin hypercube puts one point in each 1/n slice
+    of every input, so its k-th value sits near (k - 1/2) / n: type 5 reads such a sample without the bias numpy's
     default (type 7) has in the tails."""
     n = len(sorted_values)
     position = min(max(q * n - 0.5, 0.0), n - 1.0)

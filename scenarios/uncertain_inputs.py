@@ -15,8 +15,10 @@ draw (common random numbers).  Its `path` is what a user sets or measures (`syst
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 from iowatt.models import catalog
@@ -38,7 +40,7 @@ CONSTANT_PREFIX = "constant:"
 # to what a device is sold as (capacity, clock, warranty, price) or to the queue depth a datasheet measured at.  Whole
 # numbers (counts: batch sizes, ports, blocks per SM) are exact unless their record gives a range of its own.
 EXACT_FIELDS = frozenset({"capacity_TB", "warranty_years", "endurance_dwpd", "base_clock_GHz", "price_usd_per_TB",
-                          "rand_read_iops_outstanding"})
+                          "rand_read_iops_outstanding", "memory_GB"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,22 @@ class UncertainInput:
     range: Range
     kind: InputKind
     integer: bool = False
+    nominal: float | None = None  # the value a plain run uses (a user range's median; else the stated value)
+    source: str = ""              # a catalog input's entry (two devices of a ratio share a path, not a value)
+
+    def nominal_quantile(self) -> float:
+        """Where the plain run's value sits in the range (its CDF), 0.5 where it has none."""
+        r, v = self.range, self.nominal
+        if v is None or r.high <= r.low:
+            return 0.5
+        if r.shape == "uniform":
+            u = (v - r.low) / (r.high - r.low)
+        elif r.shape == "log-uniform":
+            u = math.log(v / r.low) / math.log(r.high / r.low) if v > 0 else 0.0
+        else:
+            centre, half = (r.low + r.high) / 2, (r.high - r.low) / 2
+            u = NormalDist(centre, half / NormalDist().inv_cdf(0.95)).cdf(v)
+        return min(max(u, 0.0), 1.0)
 
 
 @dataclass(frozen=True)
@@ -82,9 +100,11 @@ class Applier:
 
 
 def _scale(value: Any, factor: float) -> Any:
-    if isinstance(value, bool) or value is None:
+    """Every measured number in a list/mapping times the factor; whole numbers inside (a link's lanes and generation, a
+    state's index) are counts and stay as they are."""
+    if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
-    if isinstance(value, int | float):
+    if isinstance(value, float):
         return value * factor
     if isinstance(value, list):
         return [_scale(v, factor) for v in value]
@@ -110,11 +130,11 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
     appliers: list[Applier] = []
     for user in scenario.user_ranges:
         path = _parse_dotted(user.path)
-        inputs.append(UncertainInput(f"field:{user.path}", user.path, user.range, "range", user.integer))
+        inputs.append(UncertainInput(f"field:{user.path}", user.path, user.range, "range", user.integer, user.range.median))
         appliers.append(Applier(f"field:{user.path}", path, user.integer))
-    for path, spread, integer in _assumed_fields(scenario):
+    for path, spread, integer, value in _assumed_fields(scenario):
         name = dotted(path)
-        inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer))
+        inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
         appliers.append(Applier(f"field:{name}", path, integer))
     for ref_path, kind, ref in _catalog_refs(scenario):
         for item, applier in _catalog_inputs(ref_path, kind, ref):
@@ -123,7 +143,8 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
     declared = declared_constants()
     names = tuple(sorted(n for n in constants_read if n in declared))
     for name in names:
-        inputs.append(UncertainInput(f"{CONSTANT_PREFIX}{name}", f"{CONSTANT_PREFIX}{name}", declared[name].range, "constant"))
+        inputs.append(UncertainInput(f"{CONSTANT_PREFIX}{name}", f"{CONSTANT_PREFIX}{name}", declared[name].range, "constant",
+                                     nominal=declared[name].value))
     data = scenario.model_dump(mode="json", exclude_unset=True)
     return Subject(data, origin, tuple(appliers), names), inputs
 
@@ -151,14 +172,14 @@ def _walk(model: BaseModel, path: Path = ()) -> Iterator[tuple[BaseModel, str, A
                     yield from _walk(item, (*here, index))
 
 
-def _assumed_fields(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool]]:
+def _assumed_fields(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool, float | None]]:
     for model, name, value, path in _walk(scenario):
         info = type(model).model_fields.get(name)
         spread = None if info is None else field_range(info.json_schema_extra)
         if spread is None or name in model.model_fields_set or path[:1] == ("provenance",):
             continue
         integer = isinstance(value, int) and not isinstance(value, bool)
-        yield path, spread, integer
+        yield path, spread, integer, float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
@@ -193,7 +214,9 @@ def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[Uncer
         spread, factor, integer = found
         key = f"catalog:{kind}:{entry.name}:{field}"
         path = f"{dotted(ref_path)}.{field}"
-        yield (UncertainInput(key, path, spread, "catalog", integer),
+        value = get_at(spec, parts)
+        nominal = 1.0 if factor else float(value)  # a factor on a list/mapping leaves it as it is at 1
+        yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name),
                Applier(key, ref_path, integer, parts, base, spec[parts[0]], factor))
 
 

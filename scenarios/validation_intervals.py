@@ -20,7 +20,7 @@ from pathlib import Path
 
 from iowatt.scenarios.interval_stats import covered, interval_score
 from iowatt.scenarios.loader import load
-from iowatt.scenarios.uncertainty import Outputs, Settings, propagate
+from iowatt.scenarios.uncertainty import Outputs, Settings, extract_outputs, propagate
 from iowatt.scenarios.validation import Measurement, RowResult, ValidationTable, row_keys
 from iowatt.scenarios.validation_runs import RunKey, RunPlanner
 
@@ -41,6 +41,10 @@ class RowInterval:
     top: list[tuple[str, float]]  # the inputs that move the row most, with their share
     note: str = ""
 
+    @property
+    def too_many_failed(self) -> bool:
+        return self.samples > 0 and self.failed / self.samples > Settings().max_failed_share
+
     def as_dict(self) -> dict[str, object]:
         return {"interval": [self.low, self.high], "median": self.median, "covered": self.covered,
                 "interval_score": self.interval_score, "relative_half_width": self.relative_half_width,
@@ -49,7 +53,7 @@ class RowInterval:
 
 
 def _quantity(row: Measurement) -> tuple[list[tuple[str, ...]], Callable[[list[Outputs]], float]]:
-    """The metric paths each run must keep, and the row's prediction from one sample's outputs."""
+    """The metric path each run must keep, and the row's prediction from one sample's outputs."""
     if row.ratio is not None:
         num, den = row.ratio["numerator"], row.ratio["denominator"]
 
@@ -72,35 +76,34 @@ def _scenario(key: RunKey):  # the validated scenario a run key names
 
 def row_intervals(table: ValidationTable, base: Path, results: list[RowResult], settings: Settings, executor: Executor,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, RowInterval]:
-    """An interval for every row that ran (rows that failed to run have none)."""
+    """An interval for every row that ran (rows that failed to run have none).  Rows that read the same runs (a
+    scenario's bandwidth, IOPS and latency) share one propagation, which keeps every metric they read."""
     planner = RunPlanner(base)
     ran = {r.id for r in results if r.predicted is not None}
-    rows = [row for row in table.measurements if row.id in ran]
+    groups: dict[tuple[RunKey, ...], list[Measurement]] = {}
+    for row in table.measurements:
+        if row.id in ran:
+            groups.setdefault(tuple(row_keys(row, planner)), []).append(row)
     out: dict[str, RowInterval] = {}
-    for done, row in enumerate(rows, start=1):
-        keys = row_keys(row, planner)
-        paths, of = _quantity(row)
+    for done, (keys, rows) in enumerate(groups.items(), start=1):
+        quantities = [_quantity(row) for row in rows]
+        paths = [tuple(dict.fromkeys(p for paths, _ in quantities for p in paths[i])) for i in range(len(keys))]
         try:
             scenarios = [_scenario(key) for key in keys]
         except ValueError:
             continue
         result = propagate(scenarios, settings, executor, origins=[k.source for k in keys], paths=paths)
-        point = of([{p: _lookup(d, p) for p in ps} for d, ps in zip(result.baseline, paths, strict=True)])
-        spread = result.interval(of, point)
-        inside = covered(spread.low, spread.high, row.measured)
-        out[row.id] = RowInterval(
-            row.id, spread.low, spread.median, spread.high, inside,
-            interval_score(spread.low, spread.high, row.measured, settings.level), spread.relative_half_width(),
-            result.samples, result.failed, result.sensitivity(of)[:3], "" if inside else MISSING_MECHANISM)
+        base_outputs = [extract_outputs(d, ps) for d, ps in zip(result.baseline, paths, strict=True)]
+        for row, (_, of) in zip(rows, quantities, strict=True):
+            spread = result.interval(of, of(base_outputs))
+            inside = covered(spread.low, spread.high, row.measured)
+            out[row.id] = RowInterval(
+                row.id, spread.low, spread.median, spread.high, inside,
+                interval_score(spread.low, spread.high, row.measured, settings.level), spread.relative_half_width(),
+                result.samples, result.failed, result.sensitivity(of)[:3], "" if inside else MISSING_MECHANISM)
         if progress:
-            progress(done, len(rows))
+            progress(done, len(groups))
     return out
-
-
-def _lookup(document: dict[str, object], path: str) -> float:
-    from iowatt.scenarios.validation import lookup_metric
-
-    return lookup_metric(document, path)
 
 
 def interval_score_summary(results: list[RowResult], intervals: dict[str, RowInterval]) -> dict[str, object]:

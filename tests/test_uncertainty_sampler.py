@@ -9,6 +9,7 @@ score worked by hand; the distributions' definitions for parsed ranges.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -155,4 +156,64 @@ def test_settings_are_checked() -> None:
         Settings(samples=1).check()
     with pytest.raises(UncertaintyError, match="--level"):
         Settings(level=1.0).check()
-    assert Settings(samples=20).base_points == 32
+
+
+def test_unset_assumed_fields_and_read_constants_are_the_uncertain_inputs() -> None:
+    """The contract's rule: an assumed field the scenario leaves unset is uncertain, one it sets is known; a constant is
+    an input only where the run read it."""
+    from iowatt.models.uncertainty import assumed_constant, assumed_field
+    from iowatt.scenarios.uncertain_inputs import _assumed_fields, subject_of
+    from pydantic import BaseModel, Field
+
+    class Server(BaseModel):
+        threads: int = assumed_field(8, low=8, high=128, shape="log-uniform", note="OS default", range_note="guides")
+
+    class Storage(BaseModel):
+        left: Server = Field(default_factory=Server)
+        stated: Server
+
+    found = list(_assumed_fields(Storage(stated=Server(threads=16))))  # type: ignore[arg-type]
+    assert found == [(("left", "threads"), Range(8, 128, "log-uniform", "guides"), True, 8.0)]
+    assumed_constant("tests.sampler.k", 2.0, low=1.0, high=4.0, note="test", range_note="test")
+    _, inputs = subject_of(load(CHECKPOINT), "x", {"tests.sampler.k"})
+    constants = [i for i in inputs if i.kind == "constant"]
+    assert [(i.path, i.nominal, i.nominal_quantile()) for i in constants] == [("constant:tests.sampler.k", 2.0, pytest.approx(1 / 3))]
+    _, unread = subject_of(load(CHECKPOINT), "x", set())
+    assert not [i for i in unread if i.kind == "constant"]
+
+
+def test_a_catalog_draw_becomes_a_spec_override_the_loader_accepts() -> None:
+    """A draw of a catalog number replaces it in `{base: NAME, FIELD: value}`; a factor on a list scales its measured
+    numbers (the contract: low/high of a list are factors on every number in it), counts stay."""
+    from iowatt.scenarios.loader import validate
+    from iowatt.scenarios.uncertain_inputs import Applier
+
+    scenario = load(CHECKPOINT)
+    data = scenario.model_dump(mode="json", exclude_unset=True)
+    spec = catalog.lookup("ssd", "micron-6550-ion").spec.model_dump()
+    at = ("system", "storage", "device")
+    Applier("a", at, field=("seq_write_MBps",), base="micron-6550-ion", original=spec["seq_write_MBps"]).apply(data, 7000.0)
+    Applier("b", at, field=("power_states",), base="micron-6550-ion", original=spec["power_states"], factor=True).apply(data, 1.1)
+    drawn = catalog.drive_spec(validate(data, "test").system.storage.device).model_dump()
+    assert drawn["seq_write_MBps"] == 7000.0 and drawn["name"] == "micron-6550-ion"
+    assert [s["max_W"] for s in drawn["power_states"]] == pytest.approx([s["max_W"] * 1.1 for s in spec["power_states"]])
+    assert drawn["link"] == spec["link"] and drawn["rand_read_iops"] == spec["rand_read_iops"]
+
+
+def test_two_devices_of_one_question_are_named_apart_and_unaffected_runs_are_reused() -> None:
+    """A drive's value moves only the run that uses that drive: the other run of the pair is its plain run, reused
+    (identical outputs, not a re-run); the same field of two drives is reported with each drive's name."""
+    from iowatt.scenarios.uncertainty import _labels
+
+    pair = [load("amax/fio_9200"), load("amax/fio_5210")]
+    paths = [("metrics.read_iops",)] * 2
+    result = propagate(pair, Settings(method="oat"), paths=paths)
+    key = "catalog:ssd:micron-5210-ion:seq_read_MBps"
+    low, high = result.oat[key]
+    assert low[0] == result.base_outputs[0] and high[0] == result.base_outputs[0]  # the 9200's run, untouched
+    assert low[1] != result.base_outputs[1]
+    a = next(i for i in result.inputs if i.key == key)
+    b = dataclasses.replace(a, key="catalog:ssd:micron-9200-pro:seq_read_MBps", source="micron-9200-pro")
+    assert _labels([a, b]) == ["system.storage.device.seq_read_MBps (micron-5210-ion)",
+                               "system.storage.device.seq_read_MBps (micron-9200-pro)"]
+    assert _labels([a]) == ["system.storage.device.seq_read_MBps"]

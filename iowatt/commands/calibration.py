@@ -11,7 +11,7 @@ import typer
 
 from iowatt.app import App
 from iowatt.errors import UserError, user_errors
-from iowatt.uncertainty_options import LevelOption, SamplesOption, UncertaintyOption, settings
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 collect_app = App(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
 
@@ -209,6 +209,7 @@ def validate(
     uncertainty: UncertaintyOption = False,
     samples: SamplesOption = 8,
     level: LevelOption = 0.9,
+    method: MethodOption = "oat",
 ) -> None:
     """Predict measurements and print predicted vs measured with the error (--uncertainty: each row's interval, scored)."""
     from iowatt.output import choose_format, write_text
@@ -220,7 +221,7 @@ def validate(
             raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")
         from iowatt.commands.validation_table import validate_table
 
-        validate_table(table, fmt, strict, cross, jobs, settings(samples, level) if uncertainty else None)
+        validate_table(table, fmt, strict, cross, jobs, settings(samples, level, method) if uncertainty else None)
         return
     if uncertainty:
         raise UserError("--uncertainty: works on a TABLE of published measurements, not on --bundle")
@@ -228,7 +229,13 @@ def validate(
         raise UserError("--cross-validate: works on a TABLE of published measurements, not on --bundle")
     from iowatt.calibration.realcheck_bundle import is_realcheck
 
+    if not bundle_path.is_dir():  # say so before asking for --profile: a profile would not help
+        found = "a file" if bundle_path.exists() else "no such folder"
+        raise UserError(f"--bundle {bundle_path}: expected a trace bundle folder (from `iowatt collect` or `iowatt check-machine`), found {found}")
     if is_realcheck(bundle_path):  # a bundle of `iowatt check-machine`: it holds its own profile
+        if profile_path is not None:
+            raise UserError(f"--profile {profile_path}: expected none with --bundle {bundle_path}, a bundle from `iowatt check-machine`, "
+                            "which is re-scored with the profile it holds (profile.yaml); found one")
         from iowatt.commands.realcheck import rescore
 
         try:

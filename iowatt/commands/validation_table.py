@@ -8,7 +8,6 @@ cannot be read, 1 when a row failed to run (a partial result) or, with
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,6 +47,7 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
     from iowatt.commands.validation_intervals_view import interval_markdown, interval_text
     from iowatt.commands.validation_view import render_markdown, render_text
     from iowatt.output import choose_format, write_text
+    from iowatt.output.serialize import to_json
     from iowatt.scenarios.validation import TableError, evaluate_table, read_table
     from iowatt.scenarios.validation_runs import RunCache
 
@@ -85,7 +85,7 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
                 row.update(found.as_dict() if found is not None else {"interval": None, "covered": None})  # type: ignore[union-attr]
         if validation is not None:
             document["cross_validation"] = validation.as_dict()
-        write_text(json.dumps(document, indent=2) + "\n", None)
+        write_text(to_json(document), None)
     elif chosen == "markdown":
         command = f"iowatt validate {path.as_posix()}{' --cross-validate' if cross else ''}{' --uncertainty' if intervals else ''} --format markdown"
         text = render_markdown(report, validation, command, path.as_posix())
@@ -94,5 +94,10 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
         text = render_text(report, validation)
         write_text(text + (interval_text(report, intervals) if intervals is not None else ""), None)
     failed = any(r.failure for r in report.rows) or (validation is not None and any(r.failure for s in validation.studies for r in s.rows))
+    unsampled = [i.id for i in (intervals or {}).values() if i.too_many_failed]
+    if unsampled:
+        print(f"error: more than 10 % of the sampled runs failed for {', '.join(unsampled)}: their intervals are not trustworthy",
+              file=sys.stderr)
+        failed = True
     if failed or (strict and any(not r.within for r in report.rows)):
         raise typer.Exit(1)
