@@ -132,7 +132,9 @@ def advise(scenario: ScenarioBase, settings: Settings, executor: Executor, *, me
     subjects = [subject_of(scenario, origin, reads)[0], *(subject_of(_with_job(scenario, j), j.id, reads)[0] for j in jobs)]
     rows = [{item.key: item.range.value_at(u)} for item in kept for u in (0.05, 0.95)]
     paths = tuple([None] * len(subjects))
-    futures = [executor.submit(run_rows, tuple(subjects), [(n, row)], paths) for n, row in enumerate(rows)]  # one row a task
+    # a subject the row's input does not reach returns the empty "plain" outputs: NaN, so a slope of 0 (slope())
+    unmoved = tuple({} for _ in subjects)
+    futures = [executor.submit(run_rows, tuple(subjects), [(n, row)], paths, unmoved) for n, row in enumerate(rows)]  # one row a task
     outcomes = [future.result()[0] for future in futures]
 
     def value(n: int, subject: int, name: str) -> float:
