@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from iowatt.models import array as raid
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Fraction
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
@@ -42,6 +43,25 @@ class RaidStorageConfig(DriveFields):
     attach: HostInterfaceConfig | None = Field(
         default=None, description="where the drives attach: `hba`, `expander_lanes`, `switch_uplink` (default: the CPU's own lanes)"
     )
+    md_cpu_us_per_device_io: float = assumed_field(
+        2.0, low=1.0, high=8.0, shape="log-uniform", gt=0.0, le=1000.0,
+        description="host CPU per device I/O of Linux md, reference-core microseconds (bio split at chunk boundaries, "
+        "clone, remap to the member, completion chained back; raid5's chunk-aligned read bypasses the stripe cache, "
+        "drivers/md/raid5.c raid5_read_one_chunk)",
+        note="one block-layer submission + completion costs ~1 us on a modern core (a core drives ~1 M IOPS through "
+        "io_uring/NVMe, Axboe's io_uring figures); md's clone, remap and end_io about as much again: 2 us",
+        range_note="low 1 us: the block layer's own submission + completion, md adding little (raid0/raid1 map a bio "
+        "without a stripe head); high 8 us: raid5's stripe-head path (device_lock, one raid5d thread unless "
+        "group_thread_cnt is set) caps md RAID5 at 100-250 k IOPS per core in mailing-list benchmarks of kernels 3.x-4.x",
+    )
+    md_parity_GBps_per_core: float = assumed_field(
+        20.0, low=5.0, high=40.0, shape="log-uniform", gt=0.0, le=1000.0,
+        description="parity (P or Q) md computes per reference core, GB/s of data: the kernel's SIMD xor/raid6 routines, "
+        "whose speed it measures at boot (dmesg 'xor: using function: avx (... MB/sec)', 'raid6: avx2x4 gen() ... MB/s')",
+        note="AVX2 XOR of cached data runs at tens of GB/s per core, the RAID 6 Q syndrome at about half: 20 GB/s",
+        range_note="low 5 GB/s: SSE-only or pre-AVX2 cores and data that misses the cache (the boot benchmark runs on "
+        "cached buffers); high 40 GB/s: AVX2/AVX-512 xor benchmarks at boot on Skylake-class cores report 30-40 GB/s",
+    )
     rebuild_share: Fraction = Field(
         default=0.3,
         gt=0.0,
@@ -65,11 +85,14 @@ class RaidVolume(Volume):
     """RAID 0/1/5/6/10 over identical drives."""
 
     def __init__(self, engine: FlowEngine, drives: list[Drive], level: int, stripe_unit: float, degraded: bool = False,
-                 rebuild: bool = False, rebuild_share: float = 0.3, cpu: Constraint | None = None, core_speed: float = 1.0) -> None:
+                 rebuild: bool = False, rebuild_share: float = 0.3, cpu: Constraint | None = None, core_speed: float = 1.0, *,
+                 md_cpu_s_per_device_io: float, md_parity_Bps_per_core: float) -> None:
         raid.check_geometry(level, len(drives))
         self.engine = engine
         self.cpu = cpu  # the cores md runs on (the host's, or an NFS server's); None: not charged
         self.core_speed = core_speed
+        self.md_cpu_s_per_device_io = md_cpu_s_per_device_io
+        self.md_parity_Bps_per_core = md_parity_Bps_per_core
         self.last_loop: VolumeLoop | None = None
         self._drives = list(drives)
         self.level = level
@@ -130,7 +153,8 @@ class RaidVolume(Volume):
             out += drive_usage(drive, reads, load.read[i])
             out += drive_usage(drive, writes, load.write[i])
         if self.cpu is not None:
-            cpu_s = raid.md_cpu_seconds_per_byte(self.level, self.n, access.op, access.block_bytes, load.drive_ios)
+            cpu_s = raid.md_cpu_seconds_per_byte(self.level, self.n, access.op, access.block_bytes, load.drive_ios,
+                                                 self.md_cpu_s_per_device_io, self.md_parity_Bps_per_core)
             out.append((self.cpu, cpu_s / self.core_speed))
         return out
 
@@ -207,7 +231,8 @@ def build_array(ctx: BuildContext, config: RaidStorageConfig, cpu: Constraint | 
     """The array with md running on `cpu` (the host's cores, or an NFS server's), behind its host interface."""
     drives = config.build_drives(ctx.engine, ctx.prefix, config.count)
     array = RaidVolume(ctx.engine, drives, config.level, config.stripe_unit, config.degraded, config.rebuild, config.rebuild_share,
-                       cpu, core_speed)
+                       cpu, core_speed, md_cpu_s_per_device_io=config.md_cpu_us_per_device_io * 1e-6,
+                       md_parity_Bps_per_core=config.md_parity_GBps_per_core * 1e9)
     return attach(ctx.engine, array, config.attach, ctx.prefix)
 
 
