@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from iowatt.models.fork_join import expected_max, fork_join_latency_s
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
-from iowatt.simulator.storage.member_law import MemberLoad, volume_loop
+from iowatt.simulator.storage.member_law import MemberLoad, piece_spread, volume_loop
 
 
 class StripedVolume(Volume):
@@ -69,7 +69,7 @@ class StripedVolume(Volume):
         p = self.pieces(access)
         if p <= 1:
             return alone
-        return alone * expected_max(p, 0.0, max(_spread(d, access.write) for d in self._unique))
+        return alone * expected_max(p, 0.0, max(piece_spread(d, access.write) for d in self._unique))
 
     def pieces(self, access: Access) -> int:
         """Pieces per request: one per drive it covers, at least a page each (simulator.per_request.volume)."""
@@ -100,7 +100,7 @@ class StripedVolume(Volume):
             return self._members_law(access, piece, p) if self.width > 1 else lumped
         if p <= 1:
             return lumped
-        sigma = max(_spread(d, access.write) for d in self._unique)
+        sigma = max(piece_spread(d, access.write) for d in self._unique)
         if access.write:  # a delay per piece, no queueing on the units: the longest of p delays
             return replace(lumped, qd1_latency_s=lumped.qd1_latency_s * expected_max(p, 0.0, sigma))
         per_drive = min(counts) if counts else lumped.qd1_latency_s * spread / max(lumped.queue_seconds * spread, 1e-30)
@@ -122,13 +122,3 @@ class StripedVolume(Volume):
         for drive in self._unique:
             drive.discard(nbytes / self.width)
 
-
-def _spread(drive: Drive, write: bool) -> float:
-    """The log-spread of one piece's time at the drive (simulator.per_request.latency: datasheet QoS, a fit,
-    else assumed); 0 for drives without one (hard disks)."""
-    from iowatt.models.ssd import SSDSpec
-    from iowatt.simulator.per_request.latency import read_sigma, write_sigma
-
-    if not isinstance(drive.spec, SSDSpec):
-        return 0.0
-    return (write_sigma if write else read_sigma)(drive.spec)[0]

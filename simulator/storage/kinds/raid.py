@@ -17,13 +17,14 @@ from __future__ import annotations
 from typing import Literal
 
 from iowatt.models import array as raid
+from iowatt.models.fork_join import expected_max
 from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Fraction
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
 from iowatt.simulator.storage.drive_fields import DriveFields, drives_bought
 from iowatt.simulator.storage.host_interface import HostInterfaceConfig, attach
-from iowatt.simulator.storage.member_law import MemberLoad, VolumeLoop, volume_loop
+from iowatt.simulator.storage.member_law import MemberLoad, VolumeLoop, piece_spread, volume_loop
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
 from iowatt.simulator.storage.shared import bottleneck_share, drive_usage, reserve
 from pydantic import Field, model_validator
@@ -140,7 +141,7 @@ class RaidVolume(Volume):
 
     def closed_loop(self, access: Access) -> VolumeLoop:
         """The members' network at the access's queue depth (simulator.storage.member_law)."""
-        loop = volume_loop(self._drives, self.member_load(access), access, self.qd1_latency_s(access))
+        loop = volume_loop(self._drives, self.member_load(access), access, self.qd1_latency_s(access), spread=self._spread(access))
         self.last_loop = loop
         return loop
 
@@ -166,7 +167,13 @@ class RaidVolume(Volume):
         latency = drive.qd1_latency_s(piece)
         if access.write and load.read_total > 0.0:
             latency += drive.qd1_latency_s(piece.with_(op="read", pattern="rand"))
-        return latency
+        width = round(self.member_load(access).width)
+        return latency * expected_max(width, 0.0, self._spread(access)) if width > 1 else latency
+
+    def _spread(self, access: Access) -> float:
+        """The spread of one piece's time: a read's where the request reads at all (reads, read-modify-write)."""
+        reads = not access.write or self.load(access).read_total > 0.0
+        return piece_spread(self._drives[0], write=not reads)
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         """The members' closed loop at the access's queue depth, as the contract's law (member_law)."""
