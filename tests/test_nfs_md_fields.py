@@ -68,3 +68,21 @@ def test_md_cpu_per_device_io_bounds_iops_by_the_utilisation_law(cost_us: float)
     system = SystemRuntime(FlowEngine(simpy.Environment()), scenario.system)
     cores = system.host.cpu.capacity * system.host.core_speed  # reference-core seconds per second
     assert sim.metrics["iops"] == pytest.approx(cores / (cost_us * 1e-6), rel=0.02)
+
+
+@pytest.mark.parametrize("threads", [0, 4])
+def test_raid5_writes_bind_on_the_stripe_threads_by_the_utilisation_law(threads: int) -> None:
+    """RAID 5 small random writes: md handles their stripes in one raid5d thread (group_thread_cnt 0) or in
+    `threads` workers.  With md's cost per device I/O set high, IOPS = max(1, threads) x core_speed / (t x 4):
+    a read-modify-write is 4 device I/Os (read data + parity, write both; models.array)."""
+    cost_us = 100.0
+    scenario = load({"name": "md5", "system": {"storage": {"kind": "raid", "level": 5, "count": 8, "device": "micron-7450-pro",
+                                                           "md_cpu_us_per_device_io": cost_us, "md_group_threads": threads}},
+                     "workload": {"kind": "fio", "rw": "randwrite", "bs": "4k", "iodepth": 64, "size": "10G",
+                                  "runtime": 0.2, "time_based": True}}, [])
+    from iowatt.simulator.run import simulate
+
+    sim = simulate(scenario.system, scenario.workload, 1)
+    system = SystemRuntime(FlowEngine(simpy.Environment()), scenario.system)
+    expected = max(1, threads) * system.host.core_speed / (cost_us * 1e-6 * 4)
+    assert sim.metrics["iops"] == pytest.approx(expected, rel=0.02)
