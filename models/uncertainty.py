@@ -123,6 +123,17 @@ def assumed_constant(name: str, value: float, *, low: float, high: float, note: 
     return declared
 
 
+def assumed_constant_of(name: str, value: float, prov: Provenance) -> AssumedConstant:
+    """Declare an assumed constant whose reasoning and range live in its module's PROVENANCE record (one definition
+    for the record a catalog reader sees and the constant a sampler draws).  For a record of a list or mapping, whose
+    low/high are factors, declare its factor: value 1.0."""
+    if prov.p != "assumed" or prov.low is None or prov.high is None:
+        raise ValueError(f"{name}: expected an assumed provenance record with low and high, found p={prov.p}, "
+                         f"low={prov.low}, high={prov.high}")
+    return assumed_constant(name, value, low=prov.low, high=prov.high, shape=prov.shape, note=prov.note,
+                            range_note=prov.range_note)
+
+
 _READS: ContextVar[set[str] | None] = ContextVar("iowatt_constant_reads", default=None)
 
 
