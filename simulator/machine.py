@@ -63,7 +63,7 @@ class ServerConfig(BaseModel):
         description="power outside CPU, GPU, DRAM, NICs and storage: fans, BMC, board, PSU loss "
         "(assumed 150 W: C07 puts fans at 10-150 W and PSU waste at 100-300 W)",
     )
-    nics: int = Field(default=0, ge=0, le=64, description="network adapters drawing models.compute.NIC_W each (0: none metered)")
+    nics: int = Field(default=0, ge=0, le=64, description="network adapters drawing models.compute's NIC_W each (0: none metered)")
 
     @field_validator("cpu")
     @classmethod
@@ -122,10 +122,10 @@ class HostRuntime:
         busy_core_W = (compute.cpu_package_W(cpu, 1.0) - compute.cpu_package_W(cpu, 0.0)) / cpu.cores
         self.cpu_meter = engine.meter("cpu", cpu.idle_W * config.sockets * nodes, [(self.cpu, busy_core_W)], group="cpu")
         self.dram_meter = engine.meter(
-            "dram", compute.dram_W(config.memory * nodes, 0.0), [(self.memory, compute.DRAM_J_PER_BYTE)], group="dram"
+            "dram", compute.dram_W(config.memory * nodes, 0.0), [(self.memory, compute.dram_J_per_byte())], group="dram"
         )
         if config.nics:
-            engine.meter("nic", compute.NIC_W * config.nics * nodes, [], group="nic")
+            engine.meter("nic", compute.nic_W_per_adapter() * config.nics * nodes, [], group="nic")
         self.base_meter = engine.meter("server_base", config.base_power * nodes, [], group="server")
 
     @property
