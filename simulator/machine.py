@@ -14,6 +14,7 @@ from typing import Any
 from iowatt.models import catalog, compute
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.links import link_payload_Bps
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Watts
 from iowatt.simulator.flows import FlowEngine, Meter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -57,11 +58,12 @@ class ServerConfig(BaseModel):
     cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec")
     sockets: int = Field(default=1, ge=1, le=8)
     memory: Bytes = Field(default=256e9, gt=0, description="installed DRAM")
-    base_power: Watts = Field(
-        default=150.0,
-        ge=0,
-        description="power outside CPU, GPU, DRAM, NICs and storage: fans, BMC, board, PSU loss "
-        "(assumed 150 W: C07 puts fans at 10-150 W and PSU waste at 100-300 W)",
+    base_power: Watts = assumed_field(
+        150.0, low=75.0, high=300.0, shape="log-uniform", ge=0,
+        description="power outside CPU, GPU, DRAM, NICs and storage: fans, BMC, board, PSU loss (150 W)",
+        note="C07 puts a server's fans at 10-150 W and its PSU waste at 100-300 W; 150 W for fans, BMC, board and loss",
+        range_note="low: 75 W, a lightly loaded server's fans at tens of W and its PSU loss near C07's low end at part "
+        "load; high: 300 W, C07's highest PSU waste alone (fans included in a GPU server's loss budget)",
     )
     nics: int = Field(default=0, ge=0, le=64, description="network adapters drawing models.compute's NIC_W each (0: none metered)")
 
