@@ -77,14 +77,14 @@ DRIVE_WRITE_S_PER_BYTE = _per_reference_core(0.76638e-9)
 # Compute processes: not bound in any WEKA row, which only bounds them (4 KiB read <= 22 us,
 # 4 KiB write <= 73 us, 1 MiB write <= 2.5 ms per request per core); the code itself is ERASURE below.
 COMPUTE_OP = assumed_constant(
-    "models.cluster_service.compute_seconds_per_op", 5e-6, low=2e-6, high=20e-6, shape="log-uniform",
+    "models.cluster_service.compute_seconds_per_op", 5e-6, low=2e-6, high=12.5e-6, shape="log-uniform",
     note="metadata lookup and RPC dispatch in user space, no system calls: 5 us per request of a reference core",
-    range_note="low: a polled user-space RPC dispatch, ~2 us; high: the WEKA 4 KiB read row's bound of 22 us per "
-    "request per core (module docstring) rounded down")
+    range_note="low: a polled user-space RPC dispatch, ~2 us; high: 12.5 us, a dispatch that also takes a system "
+    "call or two (the WEKA 4 KiB read row bounds it at 22 us per request per core, module docstring)")
 COMPUTE_PER_BYTE = assumed_constant(
-    "models.cluster_service.compute_seconds_per_byte", 0.1e-9, low=0.05e-9, high=0.3e-9, shape="log-uniform",
+    "models.cluster_service.compute_seconds_per_byte", 0.1e-9, low=0.05e-9, high=0.2e-9, shape="log-uniform",
     note="one copy of each byte handled at ~10 GB/s per core, the memcpy rate models.fabric's TCP cost rests on",
-    range_note="low: a streaming copy at ~20 GB/s per core (AVX-512, cache-resident); high: ~3 GB/s per core, a copy "
+    range_note="low: a streaming copy at ~20 GB/s per core (AVX-512, cache-resident); high: ~5 GB/s per core, a copy "
     "that misses the caches on a loaded socket")
 # Reed-Solomon coding per data byte and parity chunk; decoding a lost chunk costs the same per input byte.
 ERASURE_PER_BYTE_PER_PARITY = assumed_constant(
@@ -117,14 +117,14 @@ FUSE_OP = assumed_constant(
     range_note="low: two context switches on a current core (~1 us each); high: a daemon woken on another core "
     "with its queue lock contended")
 FUSE_LATENCY = assumed_constant(
-    "models.cluster_service.fuse_latency_seconds_per_request", 10e-6, low=5e-6, high=30e-6, shape="log-uniform",
+    "models.cluster_service.fuse_latency_seconds_per_request", 10e-6, low=5e-6, high=20e-6, shape="log-uniform",
     note="the round trip kernel -> daemon -> kernel of one FUSE request: two context switches of a few us each",
     range_note="low: two switches of ~2.5 us with the daemon spinning; high: a sleeping daemon's wake-up on "
-    "another core, ~15 us each way")
+    "another core, ~10 us each way")
 FUSE_PER_BYTE = assumed_constant(
-    "models.cluster_service.fuse_cpu_seconds_per_byte", 0.1e-9, low=0.05e-9, high=0.3e-9, shape="log-uniform",
+    "models.cluster_service.fuse_cpu_seconds_per_byte", 0.1e-9, low=0.05e-9, high=0.2e-9, shape="log-uniform",
     note="one more copy of each byte, ~10 GB/s per core (the compute processes' copy rate)",
-    range_note="as compute_seconds_per_byte: a copy at 20 GB/s to 3 GB/s per core")
+    range_note="as compute_seconds_per_byte: a copy at 20 GB/s to 5 GB/s per core")
 # RDMA data path of the WEKA client: used for reads of 32 KB and more and writes of 256 KB and more
 # (docs.weka.io "WEKA networking", RDMA and GPUDirect Storage); the data is placed by the NIC, so
 # the frontend pays no per-byte cost for those.

@@ -93,11 +93,11 @@ class ProtocolCost:
 # Per-byte CPU of TCP: one copy per byte per side (socket buffer <-> page cache) plus
 # checksum/segmentation that NIC offloads (TSO/GRO) mostly remove.
 TCP_CPU = assumed_constant(
-    "models.fabric.tcp_cpu_seconds_per_byte", 0.25e-9, low=0.1e-9, high=1.0e-9, shape="log-uniform",
+    "models.fabric.tcp_cpu_seconds_per_byte", 0.25e-9, low=0.1e-9, high=0.6e-9, shape="log-uniform",
     note="0.25 ns/B per side, one core moves ~4 GB/s: a single TCP stream with offloads saturates a core at 30-40 Gb/s, "
     "and the copy alone runs at ~10 GB/s per core",
-    range_note="low: the copy alone, ~10 GB/s per core (0.1 ns/B); high: 1 GB/s per core, a stack without TSO/GRO or "
-    "zero-copy at a 1500-B MTU (the pre-offload rule of Foong et al., ISPASS 2003, '1 Hz per bit/s', gives 3 ns/B, "
+    range_note="low: the copy alone, ~10 GB/s per core (0.1 ns/B); high: ~1.7 GB/s per core, a stack without TSO/GRO "
+    "at a 1500-B MTU, per-segment work on top of the copy (the pre-offload rule of Foong et al., ISPASS 2003, '1 Hz per bit/s', gives 3 ns/B, "
     "an upper bound offloads have since cut)")
 # RDMA places data directly in registered memory (RFC 5532 sect. 4): no per-byte CPU.
 RDMA_CPU_S_PER_BYTE = 0.0

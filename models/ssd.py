@@ -282,11 +282,11 @@ def iu_factor(spec: SSDSpec, block_bytes: float) -> float:
 # Spare when the datasheet random-write point is not garbage-collection bound (its WA at 4 KiB is no more than
 # the read-modify-write).
 DEFAULT_OVER_PROVISIONING = assumed_constant(
-    "models.ssd.default_over_provisioning", 0.12, low=0.05, high=0.145,
+    "models.ssd.default_over_provisioning", 0.12, low=0.075, high=0.145,
     note="read-intensive drives sell decimal TB on binary-sized NAND (61.44 TB on 64 TiB = 14.5 % raw), less ~2.5 % "
     "for parity and bad blocks",
-    range_note="low: 7.4 % raw (the GB/GiB gap of a drive sold in decimal GB on binary GiB of NAND) less the same "
-    "2.5 %; high: the whole 14.5 % of the TB/TiB gap with nothing set aside")
+    range_note="low: 9.95 % raw, a round-TB capacity on binary NAND (4 TB on 4 TiB), less the same 2.5 %; high: "
+    "the whole 14.5 % of the x.x4/x.x8-TB capacities (3.84 TB on 4 TiB) with nothing set aside")
 
 
 def random_write_wa_4k(spec: SSDSpec) -> float:

@@ -80,13 +80,13 @@ PROVENANCE: dict[str, Provenance] = {
         p="assumed", src="S06",
         note="Micron 5210 ION: 1.5 W idle, 2.8 W max read, 3.6 W max write (S06); a SATA controller's busy floor taken as "
         "0.5 W, a third of the gap between idle and its read power",
-        low=0.25, high=1.0,
-        range_note="low: a fifth of the 1.3 W gap between the 5210's idle and maximum read power (S06); high: three "
-        "quarters of it, leaving 0.3 W for the bytes of a full-rate read",
+        low=0.25, high=0.75,
+        range_note="low: a fifth of the 1.3 W gap between the 5210's idle and maximum read power (S06); high: over half "
+        "of it, leaving 0.55 W for the bytes of a full-rate read",
     ),
     "FLOOR_W_PER_SAS_LANE": Provenance(
         p="assumed", note="as SATA per lane: one 12 Gb/s SerDes and its share of the controller",
-        low=0.25, high=1.0, range_note="as FLOOR_W_SATA's range, per lane",
+        low=0.25, high=0.75, range_note="as FLOOR_W_SATA's range, per lane",
     ),
     "COMMAND_J": Provenance(
         p="assumed", src="S08",
@@ -111,10 +111,9 @@ PROVENANCE: dict[str, Provenance] = {
         note="a GC copy senses the valid page and moves it over the NAND channel to be programmed again, but skips the "
         "host DMA and PCIe path.  The array read alone is ~4 uJ per 16 KiB page (ONFI-class 25 mA at 2.5-3.3 V for a "
         "50-60 us TLC tR), ~0.25 nJ per byte, about 0.3 of the 0.7-0.8 nJ per byte a Gen5 drive's host read costs here",
-        low=0.2, high=0.5,
+        low=0.2, high=0.4,
         range_note="low: the array read alone at the short end (~3 uJ per 16 KiB page against 0.8 nJ per host byte); "
-        "high: the array read plus its two channel crossings and ECC decode, the copy's share of a host read's work "
-        "less the DMA and PCIe path",
+        "high: the array read plus its channel crossings and ECC decode, a host read's work less the DMA and PCIe path",
     ),
     "ERASE_J_PER_BYTE": Provenance(
         p="assumed",

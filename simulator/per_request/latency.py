@@ -37,10 +37,10 @@ READ_SIGMA = assumed_constant(
     "4.8 x the mean, a 99.99 % QoS of ~0.4 ms on an ~80 us read, the loose end of the figures enterprise NVMe "
     "datasheets quote")
 WRITE_SIGMA = assumed_constant(
-    "simulator.per_request.latency.write_sigma", 0.15, low=0.05, high=0.3,
+    "simulator.per_request.latency.write_sigma", 0.15, low=0.05, high=0.25,
     note="module docstring: a buffered write is a DMA into DRAM and a completion, with less variation than a NAND read",
-    range_note="low: 0.05, a DMA and a completion with almost no variation; high: 0.3, as much spread as the read "
-    "default's middle (a write is never assumed more variable than a read)")
+    range_note="low: 0.05, a DMA and a completion with almost no variation; high: 0.25, as much spread as the read "
+    "default (a buffered write is not taken to vary more than a NAND read)")
 BATCH = 8192  # factors drawn at once (numpy), then handed out one by one
 _Z = NormalDist()
 

@@ -64,11 +64,11 @@ from simpy.events import Timeout
 Done = Callable[[object], None]
 
 WRITE_BUFFER = assumed_constant(
-    "simulator.per_request.ssd.write_buffer_bytes", 8 * 2**20, low=2 * 2**20, high=64 * 2**20, shape="log-uniform",
+    "simulator.per_request.ssd.write_buffer_bytes", 8 * 2**20, low=2 * 2**20, high=32 * 2**20, shape="log-uniform",
     note="enterprise NVMe drives hold acknowledged writes in DRAM that their hold-up capacitors can flush on power "
     "loss, a few MiB; only the time to fill it and the sharpness of the write knee depend on the size",
     range_note="low: 2 MiB, one open page stripe of a small controller (a few dies x 16 KiB pages x planes); high: "
-    "64 MiB, a sizable share of the drive's DRAM that its capacitors can still flush")
+    "32 MiB, a larger share of the drive's DRAM that its capacitors can still flush")
 GC_ROUND = assumed_constant(
     "simulator.per_request.ssd.gc_round_bytes", 4 * 2**20, low=2**20, high=16 * 2**20, shape="log-uniform",
     note="firmware collects garbage in small steps to bound write latency (incremental GC): a step stops each unit for "
