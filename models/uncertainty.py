@@ -177,7 +177,25 @@ def overridden(values: Mapping[str, float]) -> Iterator[None]:
 
 # ------------------------------------------------------------------------------------------ scenario fields
 
-_RANGE_KEY = "assumed_range"
+@dataclass(frozen=True)
+class AssumedRange:
+    """What `assumed_field` puts in a field's json_schema_extra: its range and reasoning.  Called by pydantic when it
+    writes the JSON Schema, it adds the range to the field's description: the schema keeps to the standard
+    keywords of JSON Schema 2020-12 (tests/test_schema.py), and a reader of `iowatt schema` still sees the range."""
+
+    low: float
+    high: float
+    shape: Shape
+    note: str
+    range_note: str
+
+    def __call__(self, schema: dict[str, Any]) -> None:
+        told = schema.get("description", "")
+        schema["description"] = f"{told} (assumed where unset: plausible {self.low:g}..{self.high:g}, {self.shape})".lstrip()
+
+    @property
+    def range(self) -> Range:
+        return Range(float(self.low), float(self.high), self.shape, self.range_note)
 
 
 def assumed_field(default: float, *, low: float, high: float, note: str, range_note: str, shape: Shape = "uniform",
@@ -187,15 +205,9 @@ def assumed_field(default: float, *, low: float, high: float, note: str, range_n
     Range(low, high, shape, range_note)  # refuse a malformed range at import
     if not note.strip() or not range_note.strip():
         raise ValueError("an assumed field needs its reasoning (note) and its range's evidence (range_note)")
-    extra = {_RANGE_KEY: {"low": low, "high": high, "shape": shape, "note": note, "range_note": range_note}}
-    return Field(default, json_schema_extra=extra, **field_kwargs)
+    return Field(default, json_schema_extra=AssumedRange(low, high, shape, note, range_note), **field_kwargs)
 
 
 def field_range(json_schema_extra: object) -> Range | None:
     """The range an `assumed_field` declared (pass the FieldInfo's json_schema_extra), or None."""
-    if not isinstance(json_schema_extra, dict):
-        return None
-    declared = json_schema_extra.get(_RANGE_KEY)
-    if not isinstance(declared, dict):
-        return None
-    return Range(float(declared["low"]), float(declared["high"]), declared["shape"], declared["range_note"])
+    return json_schema_extra.range if isinstance(json_schema_extra, AssumedRange) else None
