@@ -24,6 +24,8 @@ from types import ModuleType
 import iowatt.models
 import iowatt.simulator
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from iowatt.models import fabric
 from iowatt.models.provenance import Provenance
 from iowatt.models.uncertainty import AssumedConstant, declared_constants, field_range, recording_reads
@@ -228,3 +230,27 @@ def test_drawn_power_constants_reach_the_drive_model() -> None:
     for model in (base, high):
         assert ssd_power.busy_power_W(model, rate, 0.0, 128 * 1024) == pytest.approx(spec.active_read_W)
     assert high.read_J_per_byte < base.read_J_per_byte
+
+
+SSD_POWER_CONSTANTS = sorted(n for n in declared_constants() if n.startswith("models.ssd_power."))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=len(SSD_POWER_CONSTANTS), max_size=len(SSD_POWER_CONSTANTS)))
+def test_every_drawn_power_model_keeps_each_drives_sequential_points(quantiles: list[float]) -> None:
+    """Oracle: energy accounting (models.ssd_power docstring): whatever the drawn floor, command, erase, read-unit and
+    GC energies, each catalog SSD's components add up to its datasheet power at its 128 KiB sequential read and write
+    points, so a sampler never draws a drive the model cannot build."""
+    from iowatt.models import catalog, ssd_power
+    from iowatt.models.uncertainty import overridden
+
+    constants = declared_constants()
+    draw = {n: constants[n].range.value_at(u) for n, u in zip(SSD_POWER_CONSTANTS, quantiles, strict=True)}
+    with overridden(draw):
+        for entry in (e for e in catalog.entries() if e.kind == "ssd"):
+            spec = catalog.spec_from("ssd", entry.name)
+            model = ssd_power.power_model(spec)
+            block = 128 * 1024
+            read = ssd_power.busy_power_W(model, spec.seq_read_MBps * 1e6, 0.0, block)
+            write = ssd_power.busy_power_W(model, 0.0, spec.seq_write_MBps * 1e6, block)
+            assert read == pytest.approx(spec.active_read_W) and write == pytest.approx(spec.active_write_W)
