@@ -123,6 +123,17 @@ def assumed_constant(name: str, value: float, *, low: float, high: float, note: 
     return declared
 
 
+def assumed_constant_of(name: str, value: float, prov: Provenance) -> AssumedConstant:
+    """Declare an assumed constant whose reasoning and range live in its module's PROVENANCE record (one definition
+    for the record a catalog reader sees and the constant a sampler draws).  For a record of a list or mapping, whose
+    low/high are factors, declare its factor: value 1.0."""
+    if prov.p != "assumed" or prov.low is None or prov.high is None:
+        raise ValueError(f"{name}: expected an assumed provenance record with low and high, found p={prov.p}, "
+                         f"low={prov.low}, high={prov.high}")
+    return assumed_constant(name, value, low=prov.low, high=prov.high, shape=prov.shape, note=prov.note,
+                            range_note=prov.range_note)
+
+
 _READS: ContextVar[set[str] | None] = ContextVar("iowatt_constant_reads", default=None)
 
 
@@ -167,9 +178,10 @@ def overridden(values: Mapping[str, float]) -> Iterator[None]:
 # ------------------------------------------------------------------------------------------ scenario fields
 
 @dataclass(frozen=True)
-class DeclaredRange:
-    """What an `assumed_field` declared.  Pydantic calls it on the field's JSON schema (`json_schema_extra`), where it
-    writes the range into the description, a standard keyword: `iowatt schema` stays plain JSON Schema 2020-12."""
+class AssumedRange:
+    """What `assumed_field` puts in a field's json_schema_extra: its range and reasoning.  Called by pydantic when it
+    writes the JSON Schema, it adds the range to the field's description: the schema keeps to the standard
+    keywords of JSON Schema 2020-12 (tests/test_schema.py), and a reader of `iowatt schema` still sees the range."""
 
     low: float
     high: float
@@ -178,9 +190,8 @@ class DeclaredRange:
     range_note: str
 
     def __call__(self, schema: dict[str, Any]) -> None:
-        text = f"Assumed where unset: {self.low:g}..{self.high:g} ({self.shape}); {self.note}"
-        described = schema.get("description")
-        schema["description"] = f"{described}.  {text}" if described else text
+        told = schema.get("description", "")
+        schema["description"] = f"{told} (assumed where unset: plausible {self.low:g}..{self.high:g}, {self.shape})".lstrip()
 
     @property
     def range(self) -> Range:
@@ -194,9 +205,9 @@ def assumed_field(default: float, *, low: float, high: float, note: str, range_n
     Range(low, high, shape, range_note)  # refuse a malformed range at import
     if not note.strip() or not range_note.strip():
         raise ValueError("an assumed field needs its reasoning (note) and its range's evidence (range_note)")
-    return Field(default, json_schema_extra=DeclaredRange(low, high, shape, note, range_note), **field_kwargs)
+    return Field(default, json_schema_extra=AssumedRange(low, high, shape, note, range_note), **field_kwargs)
 
 
 def field_range(json_schema_extra: object) -> Range | None:
     """The range an `assumed_field` declared (pass the FieldInfo's json_schema_extra), or None."""
-    return json_schema_extra.range if isinstance(json_schema_extra, DeclaredRange) else None
+    return json_schema_extra.range if isinstance(json_schema_extra, AssumedRange) else None

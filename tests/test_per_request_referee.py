@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iowatt.scenarios.loader import load
 from iowatt.simulator.per_request.run import simulate as per_request
-from iowatt.simulator.per_request.ssd import WRITE_BUFFER_BYTES
+from iowatt.simulator.per_request.ssd import WRITE_BUFFER
 from iowatt.simulator.run import simulate as fluid
 from iowatt.simulator.storage import PAGE_BYTES
 
@@ -50,7 +50,7 @@ def compare(device: str, count: int, rw: str, block: int, depth: int, numjobs: i
     job = scenario.workload.model_copy(update={"runtime": runtime, "time_based": True})
     steady = fluid(scenario.system, job, 1).metrics
     # writes fill the drives' buffers at the host's pace before they meet the program rate: leave that warm-up out
-    buffered = count * WRITE_BUFFER_BYTES / min(block, PAGE_BYTES * max(1, block // (count * PAGE_BYTES)))
+    buffered = count * WRITE_BUFFER.value / min(block, PAGE_BYTES * max(1, block // (count * PAGE_BYTES)))
     ramp = runtime / 4 if rw == "randread" else runtime + 3.0 * buffered / probe["iops"]
     sampled = per_request(scenario.system, job, 7, ramp_s=ramp).metrics
     return {

@@ -74,7 +74,7 @@ class RaidStorageConfig(DriveFields):
         gt=0.0,
         lt=1.0,
         description="share of the busiest drive's bottleneck the rebuild takes "
-        "(assumed 0.3: Broadcom MegaRAID's default rebuild rate is 30 %)",
+        "(default 0.3: Broadcom MegaRAID's documented default rebuild rate, 30 %; a controller setting, set it to yours)",
     )
 
     @model_validator(mode="after")
