@@ -38,14 +38,18 @@ PROVENANCE: dict[str, Provenance] = {
         p="assumed", src="C02",
         note="ServeTheHome on Genoa: 24 DDR5 DIMMs use over 100 W (C02), over 4.2 W per DIMM; with the 64 GB RDIMMs of "
         "such servers that is ~0.065 W per GB installed",
+        low=0.044, high=0.094, range_note="low: 4.2 W per DIMM (C02's 'over 100 W' for 24) on 96 GB RDIMMs; high: 6 W per "
+        "64 GB RDIMM, the 'over' in C02 read as up to 1.4x",
     ),
     "DRAM_J_PER_BYTE": Provenance(
         p="assumed",
         note="DDR4/DDR5 read and write energy of the DRAM devices and I/O is ~15-25 pJ per bit moved; 20 pJ/bit = 0.16 nJ per byte",
+        low=1.2e-10, high=2.0e-10, range_note="the 15-25 pJ per bit the note gives for DDR4/DDR5 access energy, 0.12-0.20 nJ per byte",
     ),
     "NIC_W": Provenance(
         p="assumed",
         note="a dual-port 100-200 GbE or InfiniBand adapter (ConnectX-6/7 class) draws ~15-25 W with optics; 20 W per adapter",
+        low=15.0, high=25.0, range_note="the 15-25 W the note gives for a ConnectX-6/7-class dual-port adapter with optics",
     ),
 }
 

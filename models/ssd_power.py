@@ -69,35 +69,51 @@ PROVENANCE: dict[str, Provenance] = {
         "its busy power does not scale with bytes.  HotStorage 2024 reaches at most 59.4 % below a device's maximum "
         "operating power with power states and I/O shaping, i.e. idle + floor near 40 % of it (10 W of 25 W).  "
         "Other generations scale with the lane rate's controller class: Gen4 0.5, Gen3 0.4 W per lane",
+        low=0.67, high=1.33, range_note="factors on every generation's W per lane: high: the 6550 ION runs I/O at PS7's 10 W cap "
+        "(S08) on its 5 W idle, so its Gen5 x4 floor is under 4 W (1.33 x 3 W); low: HotStorage 2024's idle + floor near 10 W "
+        "with an idle up to 8 W (the 9200's bound, S04) leaves 2 W (0.67 x 3 W)",
     ),
     "FLOOR_W_SATA": Provenance(
         p="assumed", src="S06",
         note="Micron 5210 ION: 1.5 W idle, 2.8 W max read, 3.6 W max write (S06); a SATA controller's busy floor taken as "
         "0.5 W, a third of the gap between idle and its read power",
+        low=0.2, high=1.0, range_note="the 5210 ION's 1.3 W between idle and maximum read power (S06) holds the floor and the read "
+        "energy of 540 MB/s: high: 1.0 W leaves 0.3 W for the reads; low: 0.2 W, a SATA PHY and a mostly gated controller",
     ),
-    "FLOOR_W_PER_SAS_LANE": Provenance(p="assumed", note="as SATA per lane: one 12 Gb/s SerDes and its share of the controller"),
+    "FLOOR_W_PER_SAS_LANE": Provenance(p="assumed", note="as SATA per lane: one 12 Gb/s SerDes and its share of the controller",
+                                       low=0.2, high=1.0, range_note="as FLOOR_W_SATA (the 5210 ION's idle-to-read gap, S06)"),
     "COMMAND_J": Provenance(
         p="assumed", src="S08",
         note="the only measured per-command energy: Micron 6550 ION at PS1, 17.5 W at 12.7 GB/s 128 KiB reads and "
         "17.9 W at 11.6 GB/s 16 KiB reads (707 K IOPS) give 2.0 uJ per command with this model's idle and floor; "
         "per-command work (doorbell, submission and completion TLPs, FTL lookup) is controller firmware of one class",
+        low=1.0e-6, high=4.0e-6, shape="log-uniform", range_note="a factor 2 either way of the one measurement: its own error "
+        "(~0.2 W of reading spread over the 610 K IOPS between the two points, ~0.3 uJ) is smaller than the unknown spread "
+        "between controllers of other vendors, for which no measurement was found",
     ),
     "READ_UNIT_BYTES": Provenance(
         p="assumed", src="Micron TN-29-93 (SNAP READ: partial-page reads of 3D NAND)",
         note="3D NAND reads a 4 KiB partial page for a 4 KiB request.  Were a whole 16 KiB page sensed per 4 KiB read, "
         "every Gen5 drive's datasheet 4 KiB IOPS would need more than its PS0 cap with the sequential-read energy of "
         "its own datasheet, which the vendors measure at PS0",
+        low=4096.0, high=8192.0, shape="log-uniform", range_note="low: a 4 KiB partial-page read (TN-29-93); high: a half page "
+        "of 16 KiB, the most that stays under the PS0 caps of Gen5 drives at their datasheet 4 KiB IOPS (the note's argument "
+        "rules out the whole page)",
     ),
     "GC_READ_SHARE": Provenance(
         p="assumed",
         note="a GC copy senses the valid page and moves it over the NAND channel to be programmed again, but skips the "
         "host DMA and PCIe path.  The array read alone is ~4 uJ per 16 KiB page (ONFI-class 25 mA at 2.5-3.3 V for a "
         "50-60 us TLC tR), ~0.25 nJ per byte, about 0.3 of the 0.7-0.8 nJ per byte a Gen5 drive's host read costs here",
+        low=0.2, high=0.5, range_note="the array read's 25 mA at 2.5-3.3 V over a 50-60 us tR is 3.1-5.0 uJ per 16 KiB page "
+        "(0.19-0.30 nJ per byte), 0.24-0.43 of 0.7-0.8 nJ per byte; widened to 0.2-0.5 for the channel transfer the copy keeps",
     ),
     "ERASE_J_PER_BYTE": Provenance(
         p="assumed",
         note="ONFI-class array erase current ~25 mA at VCC 2.5 V for tBERS ~5 ms is ~0.3 mJ per block; a 3D TLC block "
         "holds ~24 MiB, so ~1.2e-11 J per byte, about 1 % of the program energy",
+        low=4e-12, high=4e-11, shape="log-uniform", range_note="tBERS 3-10 ms and 15-35 mA at 2.5-3.3 V (ONFI-class erase) on "
+        "blocks of 16-48 MiB give 0.4-4e-11 J per byte",
     ),
 }
 

@@ -64,12 +64,16 @@ PROVENANCE: dict[str, Provenance] = {
         p="assumed",
         note="PCIe leaves the L1 entry idle time to the implementation; port logic enters L1 after some microseconds "
         "to tens of microseconds without traffic.  32 us: back-to-back requests never pay an L1 exit, a pause does",
+        low=4e-6, high=64e-6, shape="log-uniform", range_note="root ports' L1 entry timers are programmable in powers of two "
+        "of microseconds; low: 4 us; high: 64 us, the largest L1 exit bound the drives report (<64 us, lspci LnkCap)",
     ),
     "ASPM_SAVING_W_PER_LANE": Provenance(
         p="assumed",
         note="no drive publishes its link power.  A PCIe lane's SerDes in L0 draws ~5 pJ/bit-class power, ~0.08 W per "
         "lane at 16 GT/s; L1 turns off the transmitters and receivers (most of it), L1.2 also the PLL and common-mode "
         "keepers (PCI-SIG L1 PM Substates ECN: near-off).  Scaled with the lane rate per generation",
+        low=0.5, high=2.0, shape="log-uniform", range_note="factors on every saving: SerDes power per lane is quoted at ~3-10 "
+        "pJ per bit across designs, half to twice the ~5 pJ per bit the values take",
     ),
 }
 
