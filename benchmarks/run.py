@@ -34,6 +34,7 @@ for _p in (str(HERE), str(ROOT)):
 
 import reference  # noqa: E402
 import simpy  # noqa: E402
+import uncertainty  # noqa: E402
 from cluster import run_cluster, run_cluster_scenario  # noqa: E402
 
 SINGLE = "checkpoint_llama405b_8gpu"            # 8 H100s, one Micron 6550 ION (PCIe Gen5 x4) at PS1
@@ -558,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 15)
     if repeat < 1:
         parser.error(f"--repeat: expected >= 1, found {repeat}")
-    only = {int(x) for x in args.only.split(",") if x.strip()} if args.only else set(range(1, 9))
+    only = {int(x) for x in args.only.split(",") if x.strip()} if args.only else set(range(1, 11))
     began = time.perf_counter()
     rows: list[dict[str, Any]] = []
     plan: list[tuple[int, Callable[[], dict[str, Any]]]] = [
@@ -570,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         (6, lambda: row_scale(repeat, args.quick)),
         (7, lambda: row_cli(repeat)),
         (8, lambda: row_sweep(args.quick)),
+        (9, lambda: uncertainty.row_run(min(repeat, 3), check, args.quick)),
+        (10, lambda: uncertainty.row_validate(min(repeat, 3), check, args.quick)),
     ]
     for ident, fn in plan:
         if ident not in only:
