@@ -50,7 +50,8 @@ class Layout(NamedTuple):
 
     usage: list[tuple[tuple[int, float], ...]]                   # per group: (column, coefficient)
     capacity: list[float]                                        # per column
-    loads: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # per constraint: (group, coefficient)
+    single: list[tuple[Constraint, int, float]]                   # constraints one group crosses: (group, coefficient)
+    multiple: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # the others: their (group, coefficient) pairs
     meters: list[Meter]                                          # of those constraints
 
 
@@ -430,7 +431,9 @@ class ClassedComponent:
         meters: dict[Meter, None] = {}
         for c in incidence:
             meters.update(dict.fromkeys(c.meters))
-        self._layout = Layout([tuple(u) for u in limited], capacity, [(c, tuple(p)) for c, p in incidence.items()], list(meters))
+        single = [(c, p[0][0], p[0][1]) for c, p in incidence.items() if len(p) == 1]
+        multiple = [(c, tuple(p)) for c, p in incidence.items() if len(p) > 1]
+        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters))
         return self._layout
 
     def _allocate(self) -> tuple[float, list[Meter]]:
@@ -451,12 +454,10 @@ class ClassedComponent:
                     if t < horizon:
                         horizon = t
             moving.append(total)
-        for c, pattern in layout.loads:
-            if len(pattern) == 1:
-                gi, k = pattern[0]
-                c.load = k * moving[gi]
-            else:
-                c.load = sum([k * moving[gi] for gi, k in pattern])
+        for c, gi, k in layout.single:
+            c.load = k * moving[gi]
+        for c, pattern in layout.multiple:
+            c.load = sum([k * moving[gi] for gi, k in pattern])
         return horizon, layout.meters
 
     def flows(self) -> Iterable[Flow]:

@@ -366,16 +366,10 @@ def progressive_filling_rows(groups: list[RowGroup], capacity: list[float]) -> l
     demand = [0.0] * m
     users = [0] * m
     col_groups: list[list[int]] = [[] for _ in range(m)]
-    rates = [[0.0] * len(g.rows) for g in groups]
-    unfrozen: list[dict[int, None]] = []
-    capped: dict[tuple[int, int], float] = {}  # (group, row) -> its bound
     for gi, (usage, rows) in enumerate(groups):
-        unfrozen.append(dict.fromkeys(range(len(rows))))
         wn = 0.0
-        for ri, row in enumerate(rows):
+        for row in rows:
             wn += row.weight * row.count
-            if not math.isinf(row.cap):
-                capped[gi, ri] = row.cap
         for j, k in usage:
             demand[j] += k * wn
             users[j] += len(rows)
@@ -384,6 +378,10 @@ def progressive_filling_rows(groups: list[RowGroup], capacity: list[float]) -> l
     fast = _one_round(groups, capacity, demand, users, left)
     if fast is not None:
         return fast
+    rates = [[0.0] * len(g.rows) for g in groups]
+    unfrozen = [dict.fromkeys(range(len(g.rows))) for g in groups]
+    # (group, row) -> its bound
+    capped = {(gi, ri): row.cap for gi, g in enumerate(groups) for ri, row in enumerate(g.rows) if not math.isinf(row.cap)}
     residual = list(capacity)
     tight = [REL_EPS * c for c in capacity]
     live = [j for j in range(m) if users[j] > 0]
