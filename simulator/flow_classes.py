@@ -156,6 +156,23 @@ def _flow_key(f: Flow) -> Key:
     return f.weight, cap, tuple(shared)
 
 
+def placement(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
+    """(the classed component a started flow joins, or None; those it would join to others, to dissolve).
+    It joins one that it crosses when its other constraints are used by no other flow; the search then
+    finds whatever a dissolved component's flows form with the rest."""
+    comps: dict[ClassedComponent, None] = {}
+    foreign = False  # crosses a constraint that other flows outside any classed component use
+    for c in flow.usage:
+        comp = c.component
+        if isinstance(comp, ClassedComponent):
+            comps[comp] = None
+        elif len(c.flows) > 1:
+            foreign = True
+    if len(comps) == 1 and not foreign:
+        return next(iter(comps)), []
+    return None, list(comps)
+
+
 class ClassedComponent:
     """One connected component of the flow network, held as classes and entries (module docstring).
 
@@ -218,8 +235,9 @@ class ClassedComponent:
         self._touched[c] = None
         self._layout = None
 
-    def finish(self) -> list[Flow]:
-        """The flows done now (the event this component scheduled), taken out of their classes, in creation order."""
+    def finish(self) -> tuple[list[Flow], list[Constraint]]:
+        """The flows done now (the event this component scheduled), in creation order, taken out of their classes
+        and constraints; and the constraints left without flows, which leave the component."""
         now = self.now()
         self._advance(now)
         finished: list[Flow] = []
@@ -238,21 +256,23 @@ class ClassedComponent:
                 finished.append(f)
         finished.sort(key=lambda f: f.index)
         self.count -= len(finished)
-        return finished
-
-    def release(self, f: Flow) -> None:
-        """A finished flow is out of its constraints' flows: constraints left without flows leave the component
-        (the engine allocates them alone, which sets their loads to zero and refreshes their meters)."""
-        for c in f.usage:
-            self._touched[c] = None
-            if not c.flows:
-                c.component = None
-                self.solo.pop(c, None)
-                del self.constraints[c]
-                self.dynamic.pop(c, None)
-                self._touched.pop(c, None)
-                if self.owner.get(c) is not None:
-                    del self.owner[c]
+        emptied: list[Constraint] = []
+        for f in finished:
+            f._remaining = 0.0
+            f._rate = 0.0
+            f.end_time = now
+            for c in f.usage:
+                del c.flows[f]
+                self._touched[c] = None
+                if not c.flows:
+                    emptied.append(c)
+                    c.component = None
+                    self.solo.pop(c, None)
+                    self.owner.pop(c, None)
+                    del self.constraints[c]
+                    self.dynamic.pop(c, None)
+                    self._touched.pop(c, None)
+        return finished, emptied
 
     def connected(self) -> bool:
         """Still provably one component: a hub crosses every flow left."""
@@ -261,6 +281,8 @@ class ClassedComponent:
 
     def dissolve(self) -> list[Constraint]:
         """Hand every flow back to the per-flow engine with its state as of now; returns the constraints."""
+        if self.token is not None:
+            self.token.valid = False  # its pending event is void
         now = self.now()
         self._advance(now)
         for cls in self.classes.values():

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 
 import simpy
 from iowatt.simulator import maxmin
-from iowatt.simulator.flow_classes import ClassedComponent
+from iowatt.simulator.flow_classes import ClassedComponent, placement
 from iowatt.simulator.flow_network import (
     REL_EPS,
     TIME_EPS,
@@ -54,12 +54,10 @@ __all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "Flow
 # processes start "now" are allocated together.
 _BATCH_PRIORITY = 2
 
-# Components with at least this many flows are held as classes of symmetric flows
-# (simulator/flow_classes.py); smaller ones are allocated flow by flow, as before
-# issue 33, so small scenarios keep their results bit for bit.  Assumed: the size
-# where the vectorised allocation used to take over (maxmin.VECTOR_MIN_FLOWS, measured
-# with benchmarks/run.py row 6); any value from 1 to a few hundred gives the same
-# results to 1e-9 (tests/test_flow_classes.py runs it at 1).
+# Components of at least this many flows are held as classes (simulator/flow_classes.py); smaller ones are
+# allocated flow by flow as before issue 33, bit for bit.  Assumed: where the vectorised allocation takes over
+# (maxmin.VECTOR_MIN_FLOWS, measured on row 6); any value gives the same results to 1e-9 (plausible range
+# 1..a few hundred: tests/test_flows_fast_paths.py runs it at 1).
 CLASS_MIN_FLOWS = 48
 
 
@@ -172,33 +170,18 @@ class FlowEngine:
             if c.watcher is not None:
                 c.watcher.flow_arrives(self, c)
         self._active[flow] = None
-        self._place(flow)
+        join, dissolve = placement(flow)
+        if join is not None:
+            join.add(flow)
+            self._dirty_classed[join] = None
+        else:
+            for comp in dissolve:
+                self._dissolve(comp)
+            self._dirty_flows[flow] = None
         self._schedule_batch()
         return flow
 
-    def _place(self, flow: Flow) -> None:
-        """A classed component takes a flow that crosses it and otherwise only constraints no other flow uses;
-        a flow that would join a classed component to anything else dissolves it (the search then finds all)."""
-        comps: dict[ClassedComponent, None] = {}
-        foreign = False  # crosses a constraint other flows outside any classed component use
-        for c in flow.usage:
-            comp = c.component
-            if isinstance(comp, ClassedComponent):
-                comps[comp] = None
-            elif len(c.flows) > 1:
-                foreign = True
-        if len(comps) == 1 and not foreign:
-            comp = next(iter(comps))
-            comp.add(flow)
-            self._dirty_classed[comp] = None
-            return
-        for comp in comps:
-            self._dissolve(comp)
-        self._dirty_flows[flow] = None
-
     def _dissolve(self, comp: ClassedComponent) -> None:
-        if comp.token is not None:
-            comp.token.valid = False
         self._dirty_classed.pop(comp, None)
         self._dirty.update(dict.fromkeys(comp.dissolve()))
         self._schedule_batch()
@@ -453,21 +436,14 @@ class FlowEngine:
         self.stats.events += 1
         for c in list(comp.dynamic):
             self._advance_constraint(c)
-        finished = comp.finish()
-        now = self.env.now
+        finished, emptied = comp.finish()
         for f in finished:
-            f._remaining = 0.0
-            f._rate = 0.0
-            f.end_time = now
-            for c in f.usage:
-                del c.flows[f]
-                if not c.flows:
-                    self._dirty[c] = None
-                    if c.watcher is not None:
-                        c.watcher.drained(self, c)
-            comp.release(f)
             del self._active[f]
-            self.stats.flows_completed += 1
+        self.stats.flows_completed += len(finished)
+        for c in emptied:  # allocated alone at the batch: loads to zero, meters refreshed, as _recompute([], [c])
+            self._dirty[c] = None
+            if c.watcher is not None:
+                c.watcher.drained(self, c)
         if comp.count == 0:
             self._dirty_classed.pop(comp, None)
         elif not comp.connected():
