@@ -411,7 +411,8 @@ class ClassedComponent:
             # one flow of c, taken from the end: flows leave a dict's front first (FIFO), and a scan from the
             # front would step over every slot they left until the dict is resized
             for f in reversed(c.flows):
-                if isinstance(f.group, FlowClass):
+                # c is folded into a class only if all its flows are that class's: this one's, then
+                if isinstance(f.group, FlowClass) and f.group.count == len(c.flows):
                     changed[f.group] = None
                 break
         for cls in changed:
