@@ -13,6 +13,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,8 @@ def collect(
         raise CollectError(f"--repeat: expected at least 1, found {repeat}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CollectError(f"--out {out}: already exists and is not empty; choose a new bundle directory")
+    if not out.parent.resolve().is_dir():
+        raise CollectError(f"--out {out}: expected a new folder in an existing directory, found no directory {out.parent}")
     out_real = out.resolve()
     if not target.raw_device and (out_real == target.fio_filename or out_real.is_relative_to(target.fio_filename)):
         raise CollectError(f"--out {out}: must not be the fio test file")
@@ -112,11 +115,26 @@ def collect(
     info["backing"] = target.backing.record()
     nvme_states = [s["max_W"] for s in info["nvme"].get("power_states", [])] if info["nvme"].get("available") else None
     sources, source_record = power.detect(info["block_device"].get("name"), nvme_states)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "raw").mkdir()
-    (out / "power").mkdir()
+    # built in a hidden sibling folder and renamed into place only when whole: a failed run leaves no half bundle at --out
+    work = Path(tempfile.mkdtemp(prefix=f".{out_real.name}.partial-", dir=out_real.parent))
+    try:
+        manifest = _measure(target, plan, work, fio, repeat, sources, source_record, info, say)
+        if out_real.is_dir():
+            out_real.rmdir()  # the empty folder the user made for it
+        work.rename(out_real)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _measure(target: Target, plan: Plan, out: Path, fio: str, repeat: int, sources: list[power.Source], source_record: dict[str, Any],
+             info: dict[str, Any], say: Callable[[str], None]) -> bundle.Manifest:
+    """Run every job into the (absolute) folder `out` and write the bundle's tables and manifest there."""
     import json
 
+    (out / "raw").mkdir()
+    (out / "power").mkdir()
     (out / "inventory.json").write_text(json.dumps(info, indent=2) + "\n")
     jobs = {job.id: bundle.JobEntry(id=job.id, params={**job.model_dump(), "read_fraction": job.read_fraction}) for job in plan.jobs}
     run_rows: list[dict[str, Any]] = []

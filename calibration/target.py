@@ -207,17 +207,14 @@ def resolve_target(path: Path, destructive: bool, serial: str | None) -> Target:
             f"--target {path}: expected an existing block device under /dev, found {found} on {backing.describe()}); "
             "fio would measure memory, not a disk. List the disks with `lsblk`; a raw device also needs --destructive and --serial"
         )
-    if not path.exists():
-        parent = path.parent if str(path.parent) else Path(".")
-        if path.is_symlink() or not parent.is_dir():
-            raise CollectError(f"--target {path}: no such file or directory")
+    if not path.exists():  # a new name would be measured on whatever disk holds its parent folder: say so instead
+        raise CollectError(f"--target {path}: expected an existing directory (a test file is made in it), file or block device, "
+                           f"found nothing there; create the folder on the disk to measure first (mkdir -p {path})")
     if backing.memory and not is_block:
         raise CollectError(
             f"--target {path}: on {backing.describe()}, which is memory-backed; fio would measure RAM, not a disk. "
             "Give a directory on the disk to measure"
         )
-    if not path.exists():
-        return Target(path, path, created=True, raw_device=False, backing=backing)
     real = path.resolve()
     mode = real.stat().st_mode
     if stat.S_ISDIR(mode):
@@ -230,7 +227,7 @@ def resolve_target(path: Path, destructive: bool, serial: str | None) -> Target:
     if stat.S_ISREG(mode):
         if not destructive:
             raise CollectError(
-                f"--target {path}: the file exists and write jobs would overwrite it; give a directory or a new file name, or pass --destructive"
+                f"--target {path}: the file exists and write jobs would overwrite it; give a directory (a test file is made in it), or pass --destructive"
             )
         return Target(path, real, created=False, raw_device=False, backing=backing)
     if stat.S_ISBLK(mode):

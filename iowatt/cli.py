@@ -29,7 +29,10 @@ SetOption = Annotated[
     typer.Option("--set", "-s", metavar="PATH=VALUE", help="Override a field: PATH=VALUE, e.g. storage.power_state=PS1 (repeatable)."),
 ]
 FormatOption = Annotated[
-    str | None, typer.Option("--format", "-f", help="table, json or csv (default: by --output extension, else table on a terminal and json otherwise).")
+    str | None,
+    typer.Option("--format", "-f", help="table, json, csv, dlio (DLIO's summary.json and per_epoch_stats.json, with -o DIR), fio (fio's "
+                 "JSON) or fio-terse (fio's terse v3 line) for a fio workload (default: by --output extension, else table on a "
+                 "terminal and json otherwise)."),
 ]
 
 
@@ -46,6 +49,13 @@ def main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """iowatt command line."""
+    import os
+
+    folder = os.environ.get("IOWATT_CATALOG_DIR")  # models.catalog.USER_CATALOG_ENV (not imported: start-up stays fast)
+    if folder and not Path(folder).expanduser().is_dir():
+        from iowatt.errors import fail
+
+        fail(f"IOWATT_CATALOG_DIR={folder}: expected a folder of catalog YAML files (device profiles), found no such folder")
 
 
 @app.command()
@@ -87,6 +97,8 @@ def run(
     from iowatt.output import choose_format, write_text
     from iowatt.scenarios.loader import load
 
+    if fio is not None and dlio is not None:
+        raise UserError(f"--fio {fio} and --dlio {dlio}: expected one workload file, found both (run them one at a time)")
     if fio is not None:
         loaded = _load_with_fio(scenario, fio, set_ or [])
     elif dlio is not None:
@@ -106,7 +118,7 @@ def run(
     if dry_run:
         _dry_run(loaded, fmt, output)
         return
-    chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio"))
+    chosen = choose_format(fmt, output if fmt != "dlio" else None, ("table", "json", "csv", "dlio", "fio", "fio-terse"))
     if chosen == "dlio" and output is None:
         raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
     if mode not in ("fluid", "per-request"):
@@ -129,7 +141,12 @@ def run(
 
         write(document, output)
         return
-    if chosen == "json":
+    if chosen in ("fio", "fio-terse"):
+        from iowatt.commands.fio_output import fio_document, terse_line
+
+        fio_json = fio_document(document)
+        text = serialize.to_json(fio_json) if chosen == "fio" else terse_line(fio_json, int(loaded.workload.iodepth)) + "\n"  # type: ignore[union-attr]
+    elif chosen == "json":
         text = serialize.to_json(document)
     elif chosen == "csv":
         text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"]}])

@@ -20,13 +20,15 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from pydantic import ValidationError
 
     from iowatt.models.catalog import CatalogError
+    from iowatt.models.goodput import NoProgressError
     from iowatt.models.units import UnitError
     from iowatt.output.files import OutputError
     from iowatt.scenarios.loader import ScenarioError
     from iowatt.simulator.flows import EngineError
     from iowatt.simulator.workloads import WorkloadConfigError
 
-    return (UserError, OutputError, ScenarioError, CatalogError, UnitError, ValidationError, WorkloadConfigError, EngineError)
+    return (UserError, OutputError, ScenarioError, CatalogError, UnitError, ValidationError, WorkloadConfigError, EngineError,
+            NoProgressError)
 
 
 def fail(message: str) -> None:

@@ -24,12 +24,21 @@ A = s and one path it is Daly's.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_HOUR = 3_600.0
+# the largest x with e^x finite in IEEE-754 double precision (about 709.78): beyond it the expected wall
+# time per checkpoint period overflows, i.e. failures come so often that no period ever completes
+MAX_EXPONENT = math.log(sys.float_info.max)
+
+
+class NoProgressError(ValueError):
+    """Failures so frequent (against the checkpoint period and restart) that the job completes no work:
+    the expected wall time per period is beyond a double's range, goodput below 1e-300."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +59,10 @@ class FailureModel:
             raise ValueError(f"failure.local_recovery_share: expected 0..1, found {self.local_recovery_share}")
         if self.nodes < 1:
             raise ValueError(f"failure.nodes: expected >= 1, found {self.nodes}")
-        if not self.node_mtbf_hours > 0:
-            raise ValueError(f"failure.node_mtbf_hours: expected > 0, found {self.node_mtbf_hours}")
-        if self.restart_seconds < 0:
-            raise ValueError(f"failure.restart_seconds: expected >= 0, found {self.restart_seconds}")
+        if not (self.node_mtbf_hours > 0 and math.isfinite(self.node_mtbf_hours * SECONDS_PER_HOUR)):
+            raise ValueError(f"failure.node_mtbf_hours: expected a finite number of hours > 0, found {self.node_mtbf_hours}")
+        if not 0 <= self.restart_seconds < math.inf:
+            raise ValueError(f"failure.restart_seconds: expected a finite number of seconds >= 0, found {self.restart_seconds}")
 
     @property
     def mtbf_seconds(self) -> float:
@@ -101,6 +110,7 @@ def goodput(tau: float, delta: float, mtbf: float, restart: float = 0.0) -> floa
     _check(delta, mtbf)
     if tau <= 0:
         raise ValueError(f"checkpoint interval: expected > 0 s, found {tau}")
+    _progress(tau + delta, restart, mtbf)
     return tau / (mtbf * math.exp(restart / mtbf) * math.expm1((tau + delta) / mtbf))
 
 
@@ -124,6 +134,7 @@ def design_goodput(tau: float, stall: float, mtbf: float, recoveries: list[Recov
     total = sum(r.share for r in recoveries)
     if not recoveries or abs(total - 1.0) > 1e-9:
         raise ValueError(f"recoveries: expected shares that add up to 1, found {total}")
+    _progress(tau + stall, max(r.restart_seconds + max(0.0, r.ready_after_seconds - stall) for r in recoveries), mtbf)
     restart = sum(r.share * math.exp(-r.restart_seconds / mtbf) for r in recoveries)
     lag = sum(r.share * math.exp(-max(0.0, r.ready_after_seconds - stall) / mtbf) for r in recoveries)
     return tau * restart * lag / (mtbf * math.expm1((tau + stall) / mtbf))
@@ -201,6 +212,14 @@ def monte_carlo_optimum(
                 tau = float(math.exp(vertex))
                 return tau, float(monte_carlo_goodput([tau], delta, mtbf, restart, failures=failures, seed=seed)[0])
     return float(grid[best]), float(values[best])
+
+
+def _progress(period: float, restart: float, mtbf: float) -> None:
+    """Refuse a failure rate at which the expected wall time per period, M e^(R/M) (e^(P/M) - 1), overflows."""
+    if (period + restart) / mtbf > MAX_EXPONENT:
+        raise NoProgressError(
+            f"node MTBF: the job fails every {mtbf:.3g} s on average, against a checkpoint period of {period:.3g} s and a restart of "
+            f"{restart:.3g} s: it would complete no work (goodput below 1e-300); expected a longer MTBF or fewer nodes")
 
 
 def _check(delta: float, mtbf: float) -> None:

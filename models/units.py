@@ -80,15 +80,34 @@ def _lookup(value: Any, table: dict[str, float], what: str, *, case_sensitive: d
         if key not in table:
             raise UnitError(f"expected {what}, found {value!r} (unknown unit {unit!r})")
         factor = table[key]
-    result = number * factor
+    return _finite(number * factor, value, what)
+
+
+def _finite(result: float, value: Any, what: str) -> float:
     if not math.isfinite(result):
-        raise UnitError(f"expected a finite {what}, found {value!r}")
+        raise UnitError(f"expected {what} (a finite number), found {value!r}")
     return result
 
 
+# bit units, as rates write them ('100 Gb/s', capital prefix and small b): never a size in bytes
+_BIT_SIZE = re.compile(r"^(?:[KMGTP]b|[kmgtp]?bits?)$", re.IGNORECASE)
+_BIT_SIZE_CASE = re.compile(r"^[KMGTP]b$")
+
+
 def parse_bytes(value: Any) -> float:
-    """'415 GB' -> 4.15e11; '1 MiB' -> 1048576; '128k' -> 131072 (fio style)."""
-    return _lookup(value, _BYTE_UNITS, "a size such as '415 GB', '1 MiB' or a number of bytes")
+    """'415 GB' -> 4.15e11; '1 MiB' -> 1048576; '128k' -> 131072 (fio style).
+
+    '415 Gb' is refused: rates read `Gb/s` as gigabits, so a size in `Gb` read as gigabytes would be 8x off.
+    A size between 0 and 1 byte is refused: nothing stores a fraction of a byte."""
+    what = "a size such as '415 GB', '1 MiB' or a number of bytes"
+    _, unit = _split(value, what)
+    if _BIT_SIZE_CASE.match(unit) or (unit.lower().endswith(("bit", "bits")) and _BIT_SIZE.match(unit)):
+        raise UnitError(f"expected {what}, found {value!r}: {unit!r} is bits (as in '100 Gb/s'); write the size in bytes "
+                        f"(B, {unit[0].upper()}B or {unit[0].upper()}iB)")
+    result = _lookup(value, _BYTE_UNITS, what)
+    if 0.0 < abs(result) < 1.0:
+        raise UnitError(f"expected {what}: at least 1 byte (or 0), found {value!r} = {result:g} bytes")
+    return result
 
 
 def parse_seconds(value: Any) -> float:
@@ -107,15 +126,16 @@ def parse_joules(value: Any) -> float:
 def parse_bytes_per_second(value: Any) -> float:
     """'12 GB/s' -> 1.2e10; '100 Gb/s' -> 1.25e10 (bits, capital b)."""
     number, unit = _split(value, "a bandwidth such as '12 GB/s', '100 Gb/s' or bytes per second")
-    if unit == "":
-        return number
-    if unit in _RATE_BITS_CASE:
-        return number * _RATE_BITS_CASE[unit]
+    what = "a bandwidth such as '12 GB/s', '100 Gb/s' or bytes per second"
     key = unit.lower()
+    if unit == "":
+        return _finite(number, value, what)
+    if unit in _RATE_BITS_CASE:
+        return _finite(number * _RATE_BITS_CASE[unit], value, what)
     if key in _RATE_BITS:
-        return number * _RATE_BITS[key]
+        return _finite(number * _RATE_BITS[key], value, what)
     if key in _RATE_BYTES:
-        return number * _RATE_BYTES[key]
+        return _finite(number * _RATE_BYTES[key], value, what)
     raise UnitError(
         f"expected a bandwidth such as '12 GB/s', '100 Gb/s' or bytes per second, found {value!r} (unknown unit {unit!r})"
     )

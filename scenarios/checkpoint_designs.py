@@ -85,6 +85,11 @@ def compare(source: str | Path | dict[str, Any], overrides: list[str], modes: tu
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
         raise ScenarioError(f"--modes: expected some of {', '.join(MODES)}, found {', '.join(unknown) or 'none'}")
+    for assignment in overrides:
+        if assignment.partition("=")[0].strip() in ("workload.save.mode", "workload.save", "workload"):
+            # each design sets the mode itself: a --set of it would be replaced (or, for the whole section, fought over)
+            raise ScenarioError(f"--set {assignment}: the save mode of each design comes from --modes (expected some of "
+                                f"{', '.join(MODES)} there), not from --set")
     out = []
     for mode in modes:
         scenario = load(source, [*overrides, f"workload.save.mode={mode}"])

@@ -120,9 +120,20 @@ def check_bounds(scenario: ScenarioBase) -> None:
             )
 
 
+def check_resident_memory(scenario: ScenarioBase) -> None:
+    """A checkpoint's processes cannot hold more DRAM than the host has (one host; a save design checks each host's share)."""
+    work = scenario.workload
+    if isinstance(work, CheckpointParams) and work.save is None and work.resident_memory is not None:
+        memory = scenario.system.server.memory
+        if work.resident_memory > memory:
+            raise ValueError(f"workload.resident_memory: expected at most the host's memory (system.server.memory, {_size(memory)}), "
+                             f"found {_size(work.resident_memory)}")
+
+
 def check(scenario: ScenarioBase) -> None:
     """Raise ValueError (`field: expected ..., found ...`) when the scenario cannot exist."""
     check_bounds(scenario)
+    check_resident_memory(scenario)
     check_capacity(scenario)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from iowatt.models import host_io
+from iowatt.models import host_io, strict_yaml
 from iowatt.scenarios.loader import ScenarioError, load, read_yaml, resolve_path
 from iowatt.scenarios.schema import ScenarioBase
 
@@ -150,13 +150,17 @@ def _training(r: _Reader) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": "dlio", "accelerator": "other"}
     name = str(r.get("model.name", "custom"))
     out["model"] = name if name in TRAINING_MODELS else "custom"
-    framework = r.get("reader.data_loader", r.get("framework"))
-    r.get("framework")
-    if framework is not None:
-        if framework not in ("pytorch", "tensorflow"):
-            r.refuse("reader.data_loader", f"expected pytorch or tensorflow, found {framework!r}")
-        else:
-            out["framework"] = framework
+    # DLIO's framework (pytorch, tensorflow, jax...) and its data loader are two keys: each must be one iowatt models
+    # (a `framework: jax` beside `data_loader: pytorch` must not run as pytorch without a word)
+    frameworks = {key: r.get(key) for key in ("framework", "reader.data_loader") if r.get(key) is not None}
+    unknown = {key: value for key, value in frameworks.items() if value not in ("pytorch", "tensorflow")}
+    for key, value in unknown.items():
+        r.refuse(key, f"expected pytorch or tensorflow, found {value!r}")
+    if len(set(map(str, frameworks.values()))) > 1:
+        r.refuse("framework", f"expected the same framework as reader.data_loader, found {frameworks['framework']!r} and "
+                 f"{frameworks['reader.data_loader']!r}")
+    elif frameworks and not unknown:
+        out["framework"] = next(iter(frameworks.values()))
     _dataset(r, out)
     for key, name, kind in (("reader.batch_size", "batch_size", int), ("reader.read_threads", "read_threads", int),
                             ("reader.prefetch_size", "prefetch_size", int), ("reader.transfer_size", "transfer_size", float),
@@ -259,9 +263,9 @@ def read_workload_file(path: Path, lenient: bool = False) -> tuple[dict[str, Any
     except (OSError, UnicodeDecodeError) as error:
         raise ScenarioError(f"--dlio {where}: cannot read the workload file ({error.__class__.__name__})") from None
     try:
-        data = yaml.safe_load(text)
+        data = strict_yaml.load(text)  # a key given twice (two `reader:` blocks) is refused, as in scenario files
     except yaml.YAMLError as error:
-        raise ScenarioError(f"--dlio {where}: not valid YAML ({error})") from None
+        raise ScenarioError(f"--dlio {where}: {strict_yaml.describe(error)}") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"--dlio {where}: expected a DLIO workload mapping (model, framework, workflow, dataset, ...), found {type(data).__name__}")
     data = data.get("workload", data) if isinstance(data.get("workload"), dict) else data  # a hydra config.yaml nests it

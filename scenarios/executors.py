@@ -30,6 +30,23 @@ class InlineExecutor(Executor):
         return future
 
 
+def _scheduler_address(path: Path) -> str:
+    """The scheduler's address from a Dask scheduler file (JSON with "address", as `dask scheduler --scheduler-file` writes it);
+    read here because dask.distributed asserts on a file without one instead of saying so."""
+    import json
+
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ScenarioError(f"--scheduler-file {path}: expected a Dask scheduler file (JSON with an address), found unreadable "
+                            f"content ({error.__class__.__name__})") from None
+    address = document.get("address") if isinstance(document, dict) else None
+    if not isinstance(address, str) or "://" not in address:
+        raise ScenarioError(f"--scheduler-file {path}: expected a Dask scheduler file (JSON with an \"address\" such as "
+                            f"tcp://host:8786), found {str(document)[:80]!r}")
+    return address
+
+
 @contextmanager
 def open_executor(
     jobs: int | None = None, address: str | None = None, scheduler_file: str | None = None, connect_timeout: float = 10.0
@@ -45,16 +62,19 @@ def open_executor(
         raise ScenarioError(
             f"--scheduler-file {scheduler_file}: no such file; start the scheduler first (`dask scheduler --scheduler-file {scheduler_file}`)"
         )
-    if address or scheduler_file:
+    option = f"--address {address}"
+    if scheduler_file:
+        address = _scheduler_address(Path(scheduler_file))
+        option = f"--scheduler-file {scheduler_file} (address {address})"
+    if address:
         try:
             from distributed import Client
         except ImportError:
             raise ScenarioError("--address/--scheduler-file need dask.distributed: pip install 'iowatt[distributed]'") from None
         try:
             timeout = f"{connect_timeout}s"
-            client = Client(address, timeout=timeout) if address else Client(scheduler_file=scheduler_file, timeout=timeout)
+            client = Client(address, timeout=timeout)
         except (OSError, TimeoutError, ValueError) as error:
-            option = f"--address {address}" if address else f"--scheduler-file {scheduler_file}"
             raise ScenarioError(f"{option}: cannot reach the Dask scheduler ({error})") from None
         try:
             executor = client.get_executor()

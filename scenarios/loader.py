@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 import yaml
 from iowatt.models import strict_yaml
@@ -18,6 +18,7 @@ from iowatt.scenarios.schema import ScenarioBase, scenario_model
 from iowatt.simulator import workloads
 from iowatt.simulator.storage import registry as storage_registry
 from pydantic import BaseModel, ValidationError
+from yaml.constructor import ConstructorError
 
 LIBRARY_DIR = Path(__file__).parent / "library"
 SYSTEM_SECTIONS = ("server", "gpus", "storage")
@@ -27,7 +28,10 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used, with a message for the person who wrote it."""
 
 
-_STORAGE_FIELDS = ("storage", "export")
+_STORAGE_FIELDS = ("storage", "export", "stage")
+# pydantic names the branch of a union an error came from in its location (literal['memory'],
+# tagged-union[function-after[...], ...], function-after[...]): internals, not fields the user wrote
+_UNION_BRANCH = re.compile(r"^[a-z][a-z-]*\[.*\]$", re.DOTALL)
 _STORAGE_TAGS = tuple(storage_registry.kind_names())
 
 
@@ -36,10 +40,18 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _field_errors(error: ValidationError) -> list[tuple[list[str], dict[str, Any]]]:
+    """(location without union-branch labels, error) for each error; a branch that failed only because the input was of
+    another shape (a literal or a type mismatch beside a deeper error on the same field) is left out."""
+    found = [([str(p) for p in item["loc"] if not _UNION_BRANCH.match(str(p))], item) for item in error.errors()]
+    deeper = {tuple(loc[:i]) for loc, _ in found for i in range(len(loc))}
+    shapes = ("literal_error", "model_type", "dict_type", "string_type", "union_tag_invalid")
+    return [(loc, item) for loc, item in found if not (item["type"] in shapes and tuple(loc) in deeper)]
+
+
 def format_validation_error(error: ValidationError, origin: str) -> str:
     lines = []
-    for item in error.errors():
-        loc = [str(p) for p in item["loc"]]
+    for loc, item in _field_errors(error):
         # drop the discriminator tag pydantic adds for tagged unions (workload.checkpoint.size)
         if len(loc) >= 2 and loc[0] == "workload" and loc[1] in workloads.kinds():
             loc = [loc[0], *loc[2:]]
@@ -78,10 +90,7 @@ def read_yaml(path: Path, what: str = "scenario") -> dict[str, Any]:
     try:
         data = strict_yaml.load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ScenarioError(f"{path}: malformed YAML{where}: {problem}") from None
+        raise ScenarioError(f"{path}: {strict_yaml.describe(error)}") from None
     if not isinstance(data, dict):
         expected = "a mapping with `system` and `workload`" if what == "scenario" else "a mapping"
         raise ScenarioError(f"{path}: expected {expected}, found {type(data).__name__}")
@@ -117,17 +126,19 @@ def _field_model(annotation: Any, value: Any = None) -> type[BaseModel] | None:
     return members[0]
 
 
-def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
-    """Walk the pydantic models along the path so a typo is reported by name; True when the path holds a section (a model)."""
+def _walk(data: dict[str, Any], segments: list[str], text: str) -> tuple[type[BaseModel] | None, Any]:
+    """Walk the pydantic models along the path so a typo is reported by name: (the model the path holds, or None, and the
+    leaf field's annotation, or None inside a free-form mapping)."""
     model: type[BaseModel] | None = scenario_model()
     node: Any = data
+    annotation: Any = None
     for depth, segment in enumerate(segments):
         if model is None:
-            return False  # inside a free-form mapping (an inline spec); validation checks it later
+            return None, None  # inside a free-form mapping (an inline spec); validation checks it later
         if depth == 1 and segments[0] == "workload":
             kind = (data.get("workload") or {}).get("kind") if isinstance(data.get("workload"), dict) else None
             if kind not in workloads.kinds():
-                return False
+                return None, None
             model = workloads.get(kind).params
         fields = model.model_fields
         if segment not in fields:
@@ -136,8 +147,26 @@ def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
                 f"--set {text}: `{segment}` is not a field of {where} (fields: {', '.join(fields)})"
             )
         node = node.get(segment) if isinstance(node, dict) else None
-        model = _field_model(fields[segment].annotation, node)
-    return model is not None or segments == ["workload"]
+        annotation = fields[segment].annotation
+        model = _field_model(annotation, node)
+    return model, annotation
+
+
+def _check_path(data: dict[str, Any], segments: list[str], text: str) -> bool:
+    """True when the path holds a section (a model); a typo is a ScenarioError naming the field."""
+    return _walk(data, segments, text)[0] is not None or segments == ["workload"]
+
+
+def integer_field(data: dict[str, Any], path: str) -> bool:
+    """Whether the field at `path` (as --set writes it) holds whole numbers only (`int`, or `int | None`)."""
+    segments = path.strip().split(".")
+    if segments[0] in SYSTEM_SECTIONS:
+        segments = ["system", *segments]
+    annotation = _walk(data, segments, path)[1]
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    members = [a for a in (get_args(annotation) if get_origin(annotation) is not None else (annotation,)) if a is not type(None)]
+    return bool(members) and all(m is int for m in members)
 
 
 def _section_file(value: Any, assignment: str) -> Any:
@@ -159,7 +188,9 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
     if not path:
         raise ScenarioError(f"--set {assignment}: the path before '=' is empty")
     try:
-        value = yaml.safe_load(raw_value) if raw_value.strip() else ""
+        value = strict_yaml.load(raw_value) if raw_value.strip() else ""
+    except ConstructorError as error:  # YAML that parses but cannot be used: a key twice, a 5000-digit number, an alias bomb
+        raise ScenarioError(f"--set {path}: {error.problem}") from None
     except yaml.YAMLError:
         value = raw_value
     segments = path.split(".")
@@ -206,11 +237,33 @@ def validate(data: dict[str, Any], origin: str) -> ScenarioBase:
         scenario = scenario_model().model_validate(data)
     except ValidationError as error:
         raise ScenarioError(format_validation_error(error, origin)) from None
+    flipped = _booleans_read_as_numbers(data, scenario.model_dump(), ())
+    if flipped:
+        path, value = flipped
+        raise ScenarioError(f"{origin}: invalid scenario\n  {path}: expected a number, found {str(value).lower()} (a boolean)")
     try:
         checks.check(scenario)
     except ValueError as error:
         raise ScenarioError(f"{origin}: impossible scenario\n  {error}") from None
     return scenario
+
+
+def _booleans_read_as_numbers(given: Any, read: Any, path: tuple[str, ...]) -> tuple[str, bool] | None:
+    """(field, value) of the first `true`/`false` the model took as a number (pydantic's lax mode reads `count: true`
+    as 1): found by walking what was written beside what was validated, so no field's type needs to be looked up."""
+    if isinstance(given, bool):
+        return None if isinstance(read, bool) or read is None or isinstance(read, str) else (".".join(path), given)
+    if isinstance(given, dict) and isinstance(read, dict):
+        pairs = [(str(k), v, read[k]) for k, v in given.items() if k in read]
+    elif isinstance(given, list) and isinstance(read, list | tuple) and len(given) == len(read):
+        pairs = [(f"[{i}]", v, r) for i, (v, r) in enumerate(zip(given, read, strict=True))]
+    else:
+        return None
+    for key, value, value_read in pairs:
+        found = _booleans_read_as_numbers(value, value_read, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def resolve_path(name: str) -> Path:

@@ -26,16 +26,16 @@ import itertools
 import math
 import operator
 import re
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from iowatt.models import goodput as gp
-from iowatt.models import strict_yaml
-from iowatt.scenarios.loader import ScenarioError
+from iowatt.scenarios.loader import ScenarioError, read_yaml
 from iowatt.scenarios.plan_costs import derived_metrics
-from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_path, load_base, run_sweep
+from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_axes, check_path, load_base, run_sweep
 from iowatt.scenarios.sweep import _typed as sw_typed
 
 INTERVAL_KEY = "checkpoint_interval"
@@ -94,14 +94,7 @@ def load_spec(path: str | Path) -> PlanSpec:
     path = Path(path)
     if not path.is_file():
         raise ScenarioError(f"{path}: no such plan spec file (a YAML with scenario, choices, constraints, objective)")
-    import yaml
-
-    try:
-        data = strict_yaml.load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ScenarioError(f"{path}: not valid YAML ({error})") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: expected a mapping with scenario, choices, constraints, objective; found {type(data).__name__}")
+    data = read_yaml(path, what="plan spec")  # a binary file, a duplicate key: one message with the line
     allowed = {"name", "description", "scenario", "set", "choices", "failure", "constraints", "objective", "write_amplification", "max_exhaustive"}
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -135,7 +128,7 @@ def load_spec(path: str | Path) -> PlanSpec:
             spec.failure = gp.FailureModel(
                 nodes=int(failure.get("nodes", 1)),
                 node_mtbf_hours=float(failure["node_mtbf_hours"]),
-                restart_seconds=_interval(failure.get("restart_seconds", 0.0), f"{path}: failure.restart_seconds"),  # type: ignore[arg-type]
+                restart_seconds=_interval(failure.get("restart_seconds", 0.0), f"{path}: failure.restart_seconds", zero=True),  # type: ignore[arg-type]
                 local_recovery_share=float(failure.get("local_recovery_share", 0.0)),
             )
         except KeyError as error:
@@ -160,7 +153,10 @@ def load_spec(path: str | Path) -> PlanSpec:
             raise ScenarioError(f"{path}: write_amplification: expected a number >= 1, found {data['write_amplification']!r}") from None
         if spec.write_amplification < 1.0:
             raise ScenarioError(f"{path}: write_amplification: expected a number >= 1, found {spec.write_amplification}")
-    spec.max_exhaustive = int(data.get("max_exhaustive", 2000))
+    exhaustive = data.get("max_exhaustive", 2000)
+    if isinstance(exhaustive, bool) or not isinstance(exhaustive, int) or exhaustive < 1:
+        raise ScenarioError(f"{path}: max_exhaustive: expected a whole number of configurations >= 1, found {exhaustive!r}")
+    spec.max_exhaustive = exhaustive
     return spec
 
 
@@ -194,7 +190,9 @@ def _layout_label(layout: dict[str, Any]) -> str:
     return label + "".join(f" {k}={v}" for k, v in rest.items())
 
 
-def _interval(value: Any, where: str) -> float | str:
+def _interval(value: Any, where: str, zero: bool = False) -> float | str:
+    """Seconds, or a rule (daly, young, simulated); 0 s only where `zero` (a restart may take none, an interval of 0 s
+    would leave no time for training: goodput is undefined)."""
     if isinstance(value, str) and value.strip().lower() in INTERVAL_RULES:
         return value.strip().lower()
     from iowatt.models.units import UnitError, parse_seconds
@@ -203,8 +201,8 @@ def _interval(value: Any, where: str) -> float | str:
         seconds = float(parse_seconds(value))
     except (UnitError, ValueError, TypeError) as error:
         raise ScenarioError(f"{where}: expected seconds (e.g. 600 or '10 min'), daly, young or simulated; {error}") from None
-    if seconds < 0:
-        raise ScenarioError(f"{where}: expected >= 0 s, found {seconds}")
+    if not (seconds >= 0 if zero else seconds > 0) or not math.isfinite(seconds):
+        raise ScenarioError(f"{where}: expected a finite number of seconds {'>=' if zero else '>'} 0, found {value!r}")
     return seconds
 
 
@@ -291,7 +289,8 @@ class PlanResult:
         return out
 
 
-def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executor) -> list[dict[str, Any]]:
+def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executor,
+              on_case: Callable[[bool], None] | None = None) -> list[dict[str, Any]]:
     """Simulate each distinct scenario once and expand it over the checkpoint intervals.
 
     A combination that is not a valid scenario (PS2 on a drive with one power
@@ -300,7 +299,7 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     from iowatt.scenarios.sweep import resolve_case
 
     resolved_cases = {case.index: resolve_case(sweep, case) for case in cases}
-    result = run_sweep(sweep, executor, cases=cases)
+    result = run_sweep(sweep, executor, cases=cases, on_case=on_case)
     if result.lost:
         raise ScenarioError(f"plan: {len(result.lost)} simulation(s) lost with their worker: {result.lost[0]}")
     by_hash = {r["scenario_hash"]: r for r in result.rows}  # cases resolving to the same scenario share one run
@@ -329,8 +328,10 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     return configs
 
 
-def search(spec: PlanSpec, executor: Executor) -> PlanResult:
+def search(spec: PlanSpec, executor: Executor, on_case: Callable[[bool], None] | None = None) -> PlanResult:
+    """The configurations, evaluated; `on_case(failed)` as each simulation of an exhaustive search ends."""
     sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
+    check_axes(sweep, "choices")  # a `set` of a field the choices vary would be replaced in every configuration
     keys = [k for k, _ in spec.choices]
     combos = list(itertools.product(*(v for _, v in spec.choices)))
     rewrite = {label: spec.layouts[label] for label in spec.layouts}
@@ -341,7 +342,7 @@ def search(spec: PlanSpec, executor: Executor) -> PlanResult:
         all_cases.append(Case(i, values, {LAYOUT_KEY: rewrite[layout]} if layout is not None else {}))
     notes: list[str] = []
     if len(all_cases) <= spec.max_exhaustive:
-        configs = _evaluate(spec, sweep, all_cases, executor)
+        configs = _evaluate(spec, sweep, all_cases, executor, on_case)
         result = PlanResult(spec, configs, "exhaustive", len(all_cases), notes)
     elif "storage.count" in keys and spec.objective in MONOTONE_OBJECTIVES and not spec.maximise:
         result = _bisect_count(spec, sweep, all_cases, executor)
@@ -350,9 +351,12 @@ def search(spec: PlanSpec, executor: Executor) -> PlanResult:
             f"plan: {len(all_cases)} configurations exceed max_exhaustive ({spec.max_exhaustive}); narrow the choices, raise "
             f"max_exhaustive, or minimise {', '.join(MONOTONE_OBJECTIVES)} over storage.count (monotone search)"
         )
+    invalid = [c for c in result.configs if c.get("invalid")]
+    if invalid and len(invalid) == len(result.configs):  # nothing to choose from: bad input, as for a sweep (exit 2)
+        raise ScenarioError(f"{spec.name}: choices: expected at least one combination that is a valid scenario, found none of "
+                            f"{len(invalid)}, e.g. {invalid[0]['error']}")
     _check_metrics(result)
     _price_notes(result)
-    invalid = [c for c in result.configs if c.get("invalid")]
     if invalid:
         example = invalid[0]["error"]
         result.notes.append(f"{len(invalid)} combination(s) are not valid scenarios and were skipped, e.g. {example}")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from iowatt.scenarios.loader import ScenarioError, load, read_yaml
-from iowatt.scenarios.reproduce_trace import comparable_on_trace
+from iowatt.scenarios.reproduce_trace import comparable_on_trace, trace_positions
 from iowatt.scenarios.run import run_scenario
 from iowatt.scenarios.validation import lookup_metric, parse_metric_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -121,7 +121,8 @@ class Section(BaseModel):
 class Study(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: str
+    # the id names the study's folder under --out: one plain name, never a path (no '/', no leading '.' or '..')
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     title: str
     source: str = ""
     note: str = ""
@@ -326,6 +327,8 @@ def comparison_rows(result: SectionResult) -> list[dict[str, Any]]:
                          "predicted": cell.predicted, "relative_to": None, "published": None, "predicted_comparable": None,
                          "error_percent": None, "failure": cell.failure or "",
                          "trace": json.dumps(cell.trace) if cell.trace is not None else "",
+                         # each trace point's x (time in seconds for a power trace): the figure's x axis
+                         "trace_x": json.dumps(trace_positions(result.section, len(cell.trace), cell.span)) if cell.trace is not None else "",
                          **{name: result.labels.get((run.label, name), "") for name in result.section.labels}})
     for c in result.claims:
         p = c.published
@@ -333,7 +336,7 @@ def comparison_rows(result: SectionResult) -> list[dict[str, Any]]:
                      "predicted": result.values[(p.run, p.metric)].predicted, "relative_to": p.relative_to,
                      "published": p.value, "predicted_comparable": c.predicted,
                      "error_percent": None if c.error is None else 100.0 * c.error,
-                     "failure": "" if c.predicted is not None else "prediction missing", "trace": "",
+                     "failure": "" if c.predicted is not None else "prediction missing", "trace": "", "trace_x": "",
                      **dict.fromkeys(result.section.labels, "")})
     return rows
 

@@ -15,14 +15,17 @@ if TYPE_CHECKING:
     from iowatt.scenarios.reproduce import Published, Section, SectionResult
 
 
-def trace_positions(section: Section, n: int) -> list[float]:
-    """x of each of n trace points: with a span, runs of different lengths share one axis (3 passes of 9 or 99)."""
-    return [section.trace_span * (i + 1) / n for i in range(n)] if section.trace_span else [float(i + 1) for i in range(n)]
+def trace_positions(section: Section, n: int, span: float | None = None) -> list[float]:
+    """x of each of n trace points: the i-th at span x (i + 1) / n, the span being the run's own (`span`: e.g. its simulated
+    seconds, from trace_span_metric) or the section's; without one, the index.  With a span, runs of different lengths share
+    one axis (3 passes of 9 or 99 checkpoints; power bins of runs that last different times)."""
+    span = span or section.trace_span
+    return [span * (i + 1) / n for i in range(n)] if span else [float(i + 1) for i in range(n)]
 
 
-def span_mean(section: Section, trace: list[float], span: tuple[float, float]) -> float | None:
+def span_mean(section: Section, trace: list[float], span: tuple[float, float], run_span: float | None = None) -> float | None:
     """Mean of the trace points with span[0] < x <= span[1]."""
-    xs = trace_positions(section, len(trace))
+    xs = trace_positions(section, len(trace), run_span)
     inside = [v for x, v in zip(xs, trace, strict=True) if span[0] < x <= span[1] + 1e-9]
     return statistics.fmean(inside) if inside else None
 
@@ -32,4 +35,4 @@ def comparable_on_trace(result: SectionResult, p: Published) -> float | None:
     cell = result.values[(p.run, p.metric)]
     if p.span is None or cell.trace is None:
         return None
-    return span_mean(result.section, cell.trace, p.span)
+    return span_mean(result.section, cell.trace, p.span, cell.span)

@@ -34,9 +34,14 @@ from typing import Any
 
 import yaml
 from iowatt.scenarios import checks
-from iowatt.scenarios.loader import SYSTEM_SECTIONS, ScenarioError, apply_set, read_yaml, resolve_path, validate
+from iowatt.scenarios.loader import SYSTEM_SECTIONS, ScenarioError, apply_set, integer_field, read_yaml, resolve_path, validate
 
 _HASH = re.compile(r"[0-9a-f]{64}")
+# Assumed: the most cases one sweep takes.  Every case is held in memory before the first runs (measured: 426 B per
+# case of one --range axis, checkpoint_llama405b_8gpu) and every row after (a few kB); 10,000 cases took 34 s on
+# 2 cores (issue 36), so 10^6 is about an hour there and 0.4 GB of cases.  Plausible range 10^5..10^7; beyond it
+# (`--random 1000000000`) the sweep grew to GBs and never printed a word.
+MAX_CASES = 1_000_000
 
 
 @dataclass
@@ -130,6 +135,8 @@ def parse_range(text: str, option: str = "--range", base: dict[str, Any] | None 
         raise ScenarioError(f"{option} {text}: expected LO <= HI, found {lo} > {hi}")
     if base is not None:
         check_path(base, key, str(lo), option, text)
+        if integer_field(base, key) and not (float(lo).is_integer() and float(hi).is_integer()):
+            raise ScenarioError(f"{option} {text}: {key} holds whole numbers: expected whole-number bounds LO:HI, found {raw!r}")
     return key, lo, hi
 
 
@@ -189,13 +196,20 @@ def _canonical(key: str) -> str:
     return f"system.{key}" if key.split(".", 1)[0] in SYSTEM_SECTIONS else key
 
 
-def check_axes(sweep: Sweep) -> None:
-    """Each path is swept once: a second axis on the same field would silently replace the first."""
-    seen: set[str] = set()
+def check_axes(sweep: Sweep, option: str = "--grid/--range") -> None:
+    """Each path is swept once: a second axis on the same field would silently replace the first, and so would an
+    axis the fixed `--set` of the same field (or of a field inside it), which the axis's values replace in every case."""
+    seen: dict[str, str] = {}
     for key in sweep.keys:
         if _canonical(key) in seen:
-            raise ScenarioError(f"--grid/--range {key}: the axis is given twice; give each field once, with all its values (KEY=V1,V2,...)")
-        seen.add(_canonical(key))
+            raise ScenarioError(f"{option} {key}: the axis is given twice; give each field once, with all its values (KEY=V1,V2,...)")
+        seen[_canonical(key)] = key
+    for assignment in sweep.overrides:
+        fixed = _canonical(assignment.partition("=")[0].strip())
+        for path, key in seen.items():
+            if fixed == path or fixed.startswith(f"{path}."):
+                raise ScenarioError(f"--set {assignment} and {option} {key}: the swept values would replace the fixed one in every case; "
+                                    "give the field either as an axis or with --set")
 
 
 def expand(sweep: Sweep) -> list[Case]:
@@ -205,17 +219,26 @@ def expand(sweep: Sweep) -> list[Case]:
         if sweep.ranges:
             raise ScenarioError("--range: needs --random N (the number of samples)")
         keys = [k for k, _ in sweep.grid]
+        total = math.prod(len(v) for _, v in sweep.grid)
+        if total > MAX_CASES:
+            shown = " x ".join(str(len(v)) for _, v in sweep.grid)
+            raise ScenarioError(f"--grid: expected at most {MAX_CASES:,} cases in one sweep, found {shown} = {total:,}; "
+                                "split the sweep, or sample it with --random N")
         combos = itertools.product(*(v for _, v in sweep.grid)) if keys else [()]
         return [Case(i, dict(zip(keys, combo, strict=True))) for i, combo in enumerate(combos)]
     if sweep.samples < 1:
         raise ScenarioError(f"--random: expected a number of samples >= 1, found {sweep.samples}")
+    if sweep.samples > MAX_CASES:
+        raise ScenarioError(f"--random: expected at most {MAX_CASES:,} samples in one sweep, found {sweep.samples:,}; split it "
+                            "(--seed keeps the parts apart)")
     rng = random.Random(sweep.seed)
+    integers = {key: integer_field(sweep.base, key) for key, _, _ in sweep.ranges}
     cases = []
     for i in range(sweep.samples):
         values = {k: rng.choice(v) for k, v in sweep.grid}
         for key, lo, hi in sweep.ranges:
-            if isinstance(lo, int) and isinstance(hi, int):
-                values[key] = str(rng.randint(lo, hi))
+            if integers[key]:  # the field's type decides, not how the bounds were spelt (storage.fill=0:1 is a fraction)
+                values[key] = str(rng.randint(int(lo), int(hi)))
             else:
                 values[key] = repr(rng.uniform(lo, hi))
         cases.append(Case(i, values))
@@ -327,7 +350,8 @@ def _typed(text: str) -> Any:
 @dataclass
 class SweepResult:
     total: int
-    skipped: int = 0
+    skipped: int = 0  # cases whose row a resumed output holds already
+    repeated: int = 0  # cases equal to an earlier one (random draws repeat on a small grid): run once, one row
     done: int = 0
     failed: int = 0
     invalid: int = 0  # failed because the case's scenario is not valid (input errors), a part of `failed`
@@ -400,7 +424,10 @@ def run_sweep(
     seen: set[tuple[tuple[str, str], ...]] = set()
     for case in cases:
         key = tuple(sorted(case.values.items()))
-        if key in seen or (done_hashes and resolve_case(sweep, case)[1] in done_hashes):
+        if key in seen:
+            result.repeated += 1
+            continue
+        if done_hashes and resolve_case(sweep, case)[1] in done_hashes:
             result.skipped += 1
             continue
         seen.add(key)

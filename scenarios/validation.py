@@ -110,6 +110,8 @@ class Measurement(BaseModel):
             raise ValueError(f"`unit` must be one of {', '.join(UNIT_SUFFIXES)}, found {self.unit!r}")
         if not math.isfinite(self.measured):
             raise ValueError(f"`measured` must be a finite number, found {self.measured!r}")
+        if self.measured == 0:  # the row's error (predicted - measured) / measured would be infinite
+            raise ValueError("`measured` must be a nonzero number (the error is relative to it), found 0")
         return self
 
     @property
@@ -321,7 +323,7 @@ def _evaluate(row: Measurement, tolerance: float, keys: list[RunKey], cache: Run
         result.failure = describe_failure(error)
         return result
     result.predicted = predicted
-    result.error = (predicted - row.measured) / row.measured if row.measured != 0 else math.inf
+    result.error = (predicted - row.measured) / row.measured  # measured is nonzero (Measurement checks it)
     result.within = abs(result.error) <= tolerance
     if row.ratio is not None:
         # a claim of 'no difference' (measured exactly 1) has no direction: its tolerance alone judges it

@@ -138,3 +138,41 @@ def test_calibrate_warns_when_the_bundle_was_measured_on_a_virtual_device(kind, 
     # bundles written before the kind was recorded: classified by the device's name
     assert target.virtual_device_warning({"device": "loop7"}) is not None
     assert target.virtual_device_warning({"device": None}) is None
+
+
+def test_a_target_that_does_not_exist_is_refused_naming_it(tmp_path):
+    """Issue 36 item 18: `--target ./nosuch_dir` became a new test file in the parent folder (its disk measured), exit 0.
+    Now it is exit 2 naming --target, and nothing is created. Oracle: the path does not exist (os.path.exists)."""
+    missing = tmp_path / "nosuch_dir"
+    result = invoke("collect", "fio", "--target", missing, "--plan", "quick", "--out", tmp_path / "b", "-q")
+    refused(result, f"--target {missing}", "found nothing")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _one_job_plan(tmp_path: Path, engine: str = "psync") -> Path:
+    plan = tmp_path / "p.yaml"
+    plan.write_text(json.dumps({"name": "one", "runtime_s": 0.1, "ramp_s": 0.0, "size": "4M", "ioengine": engine,
+                                "jobs": [{"rw": "read", "bs": "1m", "iodepth": 1}]}))
+    return plan
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_a_relative_out_works_and_a_failed_run_leaves_nothing_behind(tmp_path, monkeypatch):
+    """Issue 36 item 1: with a relative --out (as the README prints it) fio could not open its output ('output file open
+    error') and a half-written bundle stayed, so the retry failed with 'already exists'. Now a failed run leaves no folder
+    at --out nor a partial sibling, and the retry with a relative --out writes a whole bundle.
+    Oracle: the filesystem after each call (what exists), and bundle.load's checksum check of every file."""
+    from iowatt.calibration import bundle
+
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    if target.backing_of(folder).memory:
+        pytest.skip(f"the temporary folder is memory-backed here ({target.backing_of(folder).describe()})")
+    monkeypatch.chdir(tmp_path)
+    failed = invoke("collect", "fio", "--target", "scratch", "--plan", _one_job_plan(tmp_path, "no-such-engine"), "--out", "bundle", "-q")
+    refused(failed, "fio failed on job")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.yaml", "scratch"] and list(folder.iterdir()) == []
+    result = invoke("collect", "fio", "--target", "scratch", "--plan", _one_job_plan(tmp_path), "--out", "bundle", "-q")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle", "p.yaml", "scratch"]
+    assert [job.id for job in bundle.load(tmp_path / "bundle").jobs] and list(folder.iterdir()) == []

@@ -1,4 +1,4 @@
-"""`iowatt compare`: what-if runs side by side, paired or crossed, with each column's ratio to the first.
+"""`iowatt compare`: what-if runs side by side, crossed (the default) or paired (--zip), with each column's ratio to the first.
 
 Oracle: independent single runs of the same scenario with the same --set
 overrides (the simulator is deterministic), and ratios computed here from them;
@@ -40,8 +40,9 @@ def compare_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_vary_pairs_values_by_position_and_matches_single_runs():
-    doc = compare_json("--vary", "storage.device=micron-6550-ion,solidigm-d5-p5336", "--vary", "storage.power_state=PS1,PS0")
+def test_zip_pairs_values_by_position_and_matches_single_runs():
+    doc = compare_json("--vary", "storage.device=micron-6550-ion,solidigm-d5-p5336", "--vary", "storage.power_state=PS1,PS0", "--zip")
+    assert doc["formed"] == "2 cases, paired by position (--zip): storage.device (2) with storage.power_state (2)"
     cases = doc["cases"]
     assert [c["values"] for c in cases] == [
         {"storage.device": "micron-6550-ion", "storage.power_state": "PS1"},
@@ -58,8 +59,16 @@ def test_vary_pairs_values_by_position_and_matches_single_runs():
         assert cases[0]["ratio"][name] in (1.0, None)
 
 
-def test_cross_runs_every_combination_in_order():
-    doc = compare_json("--vary", "storage.device=micron-6550-ion,solidigm-d5-p5336", "--vary", "storage.power_state=PS0,PS1,PS2", "--cross")
+def test_two_vary_lists_cross_by_default_and_say_so():
+    """Issue 36 item 3: two --vary lists give every combination (2 x 3 = 6 cases, not pairs), and the output says how many and how formed.
+
+    Oracle: itertools.product of the lists, and an independent single run of the last combination."""
+    result = runner.invoke(app, ["compare", BASE, "--vary", "storage.device=micron-6550-ion,solidigm-d5-p5336",
+                                 "--vary", "storage.power_state=PS0,PS1,PS2", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    # the JSON says how the cases were formed; stderr repeats it only for a person at a terminal
+    assert doc["formed"] == "6 cases, every combination of storage.device (2) x storage.power_state (3)"
     expected = list(itertools.product(["micron-6550-ion", "solidigm-d5-p5336"], ["PS0", "PS1", "PS2"]))
     assert [(c["values"]["storage.device"], c["values"]["storage.power_state"]) for c in doc["cases"]] == expected
     last = single_run("storage.device=solidigm-d5-p5336", "storage.power_state=PS2")
@@ -103,8 +112,9 @@ def test_csv_and_table_formats_carry_the_same_numbers(tmp_path):
 
 
 def test_bad_input_is_one_clear_message():
-    result = runner.invoke(app, ["compare", BASE, "--vary", "storage.device=micron-6550-ion,solidigm-d5-p5336", "--vary", "storage.power_state=PS0,PS1,PS2"])
-    assert result.exit_code == 2 and "lists of different lengths" in result.stderr and "--cross" in result.stderr
+    result = runner.invoke(app, ["compare", BASE, "--vary", "storage.device=micron-6550-ion,solidigm-d5-p5336", "--vary", "storage.power_state=PS0,PS1,PS2",
+                                 "--zip"])
+    assert result.exit_code == 2 and "lists of different lengths" in result.stderr and "--zip" in result.stderr
     result = runner.invoke(app, ["compare", BASE, "--vary", "storage.wheels=3,4"])
     assert result.exit_code == 2 and "--vary storage.wheels=3,4" in result.stderr and "Traceback" not in result.output
     result = runner.invoke(app, ["compare", BASE, "--vary", "storage.count=1,2", "--interval", "daly"])

@@ -216,3 +216,14 @@ def test_cli_plan_csv_has_one_row_per_configuration(tmp_path):
         assert row["storage.device"] == config["storage.device"] and row["feasible"] == str(config["feasible"])
         if config.get("cost_usd") is not None:
             assert float(row["cost_usd"]) == pytest.approx(config["cost_usd"], rel=1e-12)
+
+
+def test_a_plan_with_no_valid_combination_exits_2_naming_the_choices(tmp_path):
+    """Issue 36 item 11: when no combination of the choices is a valid scenario the plan printed an empty `best` and
+    exited 0; like a sweep whose every case is invalid it is now bad input (exit 2) naming `choices` and why.
+    Oracle: the sweep command's exit-status contract (README: bad input exits 2)."""
+    bad = write_spec(tmp_path, choices={"storage.count": [0, -1]}, failure=None, constraints=[])
+    result = runner.invoke(app, ["plan", str(bad), "--jobs", "0", "--format", "json"])
+    assert result.exit_code == 2, result.output
+    assert "choices" in result.stderr and "storage.count" in result.stderr and "Traceback" not in result.output
+    assert result.stdout == ""

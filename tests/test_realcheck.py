@@ -169,3 +169,16 @@ def test_real_loop(tmp_path: Path):
     misses = [f"{r['run']} {r['metric']}: {r['error_pct']:+.0f} % (range {r['spread_pct']:.0f} %)" for r in report["metrics"]
               if abs(r["error_pct"]) > max(3.0 * r["spread_pct"], FLOOR_PCT)]
     assert not misses, f"beyond max(3 x range, {FLOOR_PCT:.0f} %): {'; '.join(misses)}"
+
+
+@pytest.mark.parametrize("profile", ["nosuch.yaml", "garbage"])
+def test_a_profile_given_with_a_check_machine_bundle_is_refused_not_ignored(tmp_path: Path, profile: str):
+    """Issue 36 item 12: `validate --bundle B --profile nosuch.yaml` (or a garbage profile) exited 0 and ignored the option;
+    a check-machine bundle is re-scored with its own profile, so --profile is now exit 2 naming it.
+    Oracle: the README's bad-input contract (one message naming the field, exit 2)."""
+    path = tmp_path / "garbage.yaml"
+    path.write_text("garbage: [\n")
+    chosen = str(path) if profile == "garbage" else profile
+    result = _invoke("validate", "--bundle", str(FIXTURE), "--profile", chosen)
+    assert result.exit_code == 2 and f"--profile {chosen}" in result.stderr and "Traceback" not in result.output, result.output
+    assert result.stdout == ""

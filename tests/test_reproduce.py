@@ -173,6 +173,34 @@ def test_a_missing_scenario_is_reported_and_the_rest_still_runs(tmp_path):
     assert any(p.suffix == ".png" for p in written)
 
 
+def test_failed_runs_make_reproduce_exit_1_after_writing_the_rest(tmp_path):
+    """Issue 36 item 10: a study whose runs fail exits 1 (the README's partial-failure status), one run failing or all of them;
+    the tables and index.md are still written. Oracle: the README's exit-status contract."""
+    demo = str(REPO / "scenarios" / "library" / "checkpoint_llama405b_8gpu.yaml")
+    metrics = [{"label": "time (s)", "metric": "metrics.save_checkpoint_duration_mean_seconds"}]
+    some = _study(tmp_path, [{"title": "some", "runs": [{"label": "real", "scenario": demo},
+                                                        {"label": "gone", "scenario": str(tmp_path / "nope.yaml")}], "metrics": metrics}])
+    result = CliRunner().invoke(app, ["reproduce", str(some), "--out", str(tmp_path / "out"), "-j", "0"])
+    assert result.exit_code == 1 and "1 run(s) failed" in result.stderr and "gone" in result.stderr, result.output
+    assert (tmp_path / "out" / "index.md").is_file() and "Traceback" not in result.output
+    every = _study(tmp_path, [{"title": "all", "runs": [{"label": "gone", "scenario": str(tmp_path / "nope.yaml")}], "metrics": metrics}])
+    assert CliRunner().invoke(app, ["reproduce", str(every), "-j", "0"]).exit_code == 1
+
+
+@pytest.mark.parametrize("bad_id", ["ABSOLUTE", "../../x", "..", "a/b", ".hidden"])
+def test_a_study_id_that_is_a_path_is_refused_before_anything_is_written(tmp_path, bad_id):
+    """Issue 36 item 19: the study id names a folder under --out; an absolute path or `../..` wrote outside it.
+    Now such an id is an invalid study (exit 2, naming `id`) and nothing is written. Oracle: path containment."""
+    escaped = tmp_path / "escaped"
+    path = tmp_path / "evil.yaml"
+    path.write_text(yaml.safe_dump({"id": str(escaped) if bad_id == "ABSOLUTE" else bad_id, "title": "t", "sections": [
+        {"title": "t", "runs": [{"label": "a", "scenario": "x"}], "metrics": [{"label": "m", "metric": "metrics.x"}]}]}))
+    out = tmp_path / "nest" / "out"
+    result = CliRunner().invoke(app, ["reproduce", str(path), "--out", str(out), "-j", "0"])
+    assert result.exit_code == 2 and "id:" in result.stderr and "Traceback" not in result.output, result.output
+    assert not (tmp_path / "nest").exists() and not escaped.exists()
+
+
 def test_without_matplotlib_tables_and_csvs_are_still_written(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "plots_available", lambda: False)
     text, _ = reproduce(["micron_6550ion_vs_p5336"], tmp_path)
@@ -264,6 +292,37 @@ def test_a_power_trace_spans_each_runs_own_simulated_time():
         document = run_scenario_for(path.parent / run.scenario, run.set)
         assert cell.span == pytest.approx(document["metrics"]["simulated_seconds"])
         assert cell.predicted * cell.span == pytest.approx(document["energy"]["components"]["ssd0"]["energy_J"], rel=1e-9)
+
+
+def test_the_power_trace_figure_and_csv_are_in_seconds_of_each_run(tmp_path, monkeypatch):
+    """Issue 36 item 20: the power-trace figure plotted bins against their index on an axis labelled seconds (0-240 for a
+    139.8 s run) and its CSV had no time column. Now the CSV's `trace_x` holds each bin's time, ending at the run's
+    simulated seconds, and the figure's lines span the same x (read back from the drawn Line2D).
+    Oracle: metrics.simulated_seconds of an independent run of the same scenario."""
+    from iowatt.commands.reproduce import section_figure
+
+    study, path = load_study("ssd_power_states")
+    section = study.sections[0]
+    result = run_section(section, path.parent)
+    rows = [r for r in comparison_rows(result) if r["kind"] == "data"]
+    drawn: dict[str, list[float]] = {}
+    real_plot = figures._draw_trace
+
+    def spy(data):
+        fig = real_plot(data)
+        drawn.update({line.get_label(): list(line.get_xdata()) for line in fig.axes[0].get_lines()})
+        return fig
+
+    monkeypatch.setattr(figures, "_draw_trace", spy)
+    if figures.plots_available():
+        figures.draw_study_figure(section_figure(result), tmp_path / "trace")
+    for run, row in zip(section.runs, rows, strict=True):
+        seconds = run_scenario_for(path.parent / run.scenario, run.set)["metrics"]["simulated_seconds"]
+        times = json.loads(row["trace_x"])
+        assert len(times) == len(json.loads(row["trace"])) and times[-1] == pytest.approx(seconds)
+        assert times == sorted(times) and 0 < times[0] < seconds / 10
+        if figures.plots_available():
+            assert max(drawn[run.label]) == pytest.approx(seconds)
 
 
 def run_scenario_for(scenario: Path, overrides: dict) -> dict:

@@ -13,7 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from iowatt.models.provenance import Provenance
-from iowatt.models.uncertainty import Range, assumed_constant, assumed_field, constant, field_range, overridden, range_of
+from iowatt.models.uncertainty import (
+    Range,
+    assumed_constant,
+    assumed_field,
+    constant,
+    field_range,
+    overridden,
+    range_of,
+    recording_reads,
+)
 from scipy import stats
 
 ends = st.tuples(st.floats(1e-3, 1e3), st.floats(1e-3, 1e3)).map(sorted).filter(lambda p: p[1] > p[0] * (1 + 1e-9))
@@ -62,6 +71,9 @@ def test_constants_are_overridden_only_inside_the_block() -> None:
     with overridden({"tests.contract.k": 4.5}):
         assert constant("tests.contract.k") == 4.5
     assert constant("tests.contract.k") == 3.0
+    with recording_reads() as reads:
+        constant("tests.contract.k")
+    assert reads == {"tests.contract.k"}
     with pytest.raises(KeyError), overridden({"tests.contract.nosuch": 1.0}):
         pass
     with pytest.raises(ValueError, match="outside"):

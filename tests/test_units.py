@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from iowatt.models.units import (
     UnitError,
@@ -61,6 +61,7 @@ def test_bad_sizes_say_what_was_expected_and_found(bad):
 @given(st.floats(0, 1e15, allow_nan=False), st.sampled_from(["B", "kB", "MB", "GB", "TB"]))
 def test_decimal_prefixes_scale_by_powers_of_1000(number, unit):
     factor = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+    assume(number * factor == 0 or number * factor >= 1)  # a fraction of a byte is refused (issue 36 item 16)
     assert parse_bytes(f"{number!r} {unit}") == pytest.approx(number * factor, rel=1e-12)
 
 

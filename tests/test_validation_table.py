@@ -200,3 +200,19 @@ def test_a_failed_row_makes_the_command_exit_1_and_still_prints_the_rest(tmp_pat
     assert result.exit_code == 1
     rows = {r["id"]: r for r in json.loads(result.stdout)["rows"]}
     assert rows["fine"]["predicted"] is not None and "nosuch" in rows["missing"]["failure"]
+
+
+def test_a_row_measured_zero_is_refused_naming_the_field(tmp_path):
+    """Issue 36 item 9: `measured: 0` has no relative error; it was accepted and its error written as a bare `Infinity`
+    (not JSON). Now the table is refused (exit 2) naming the row and `measured`, and nothing is printed on stdout.
+
+    Oracle: RFC 8259 (JSON has no infinity) and the error's definition (predicted - measured) / measured."""
+    from typer.testing import CliRunner
+
+    from iowatt.cli import app
+
+    path = _table(tmp_path, [{"id": "zero", "scenario": str(DEMO), "metric": "metrics.save_checkpoint_duration_mean_seconds", "measured": 0}])
+    result = CliRunner().invoke(app, ["validate", str(path), "--format", "json"])
+    assert result.exit_code == 2, result.output
+    assert "measured" in result.stderr and "found 0" in result.stderr and "Traceback" not in result.output
+    assert result.stdout == ""

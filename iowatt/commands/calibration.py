@@ -212,7 +212,13 @@ def validate(
         raise UserError("--cross-validate: works on a TABLE of published measurements, not on --bundle")
     from iowatt.calibration.realcheck_bundle import is_realcheck
 
+    if not bundle_path.is_dir():  # say so before asking for --profile: a profile would not help
+        found = "a file" if bundle_path.exists() else "no such folder"
+        raise UserError(f"--bundle {bundle_path}: expected a trace bundle folder (from `iowatt collect` or `iowatt check-machine`), found {found}")
     if is_realcheck(bundle_path):  # a bundle of `iowatt check-machine`: it holds its own profile
+        if profile_path is not None:
+            raise UserError(f"--profile {profile_path}: expected none with --bundle {bundle_path}, a bundle from `iowatt check-machine`, "
+                            "which is re-scored with the profile it holds (profile.yaml); found one")
         from iowatt.commands.realcheck import rescore
 
         try:

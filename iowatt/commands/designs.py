@@ -50,6 +50,10 @@ def designs(
     from iowatt.scenarios import checkpoint_designs as cd
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    if plot is not None:
+        from iowatt.output.files import check_png_target
+
+        check_png_target(plot)
     failure = _failure(nodes, node_mtbf_hours, restart_seconds, local_recovery_share)
     runs = cd.compare(scenario, list(set_ or []), tuple(m.strip() for m in modes.split(",") if m.strip()), failure,
                       "daly" if failure is not None else None)
@@ -130,4 +134,4 @@ def _draw(runs: list[DesignRun], path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120)
     plt.close(fig)
-    write_bytes(buffer.getvalue(), path)
+    write_bytes(buffer.getvalue(), path, "--plot")

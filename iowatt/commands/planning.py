@@ -60,7 +60,8 @@ def sweep(
     """Run a grid or random sample of variants of one scenario; one row per case, in case order.
 
     Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
-    (every case is an invalid scenario, an axis is given twice, a bad option). A progress bar goes to stderr when it is a terminal."""
+    (every case is an invalid scenario, an axis is given twice, a bad option). Progress goes to stderr: a bar on a terminal, else
+    a line at most every 5 s."""
     from iowatt.scenarios import sweep as sw
     from iowatt.scenarios.executors import open_executor
 
@@ -149,8 +150,9 @@ def _sweep_verdict(result: SweepResult, output: Path) -> None:
     if result.all_invalid:
         raise UserError(f"every case of the sweep is an invalid scenario ({output} not written), e.g. {failures[0]}")
     rate = result.done / result.seconds if result.seconds > 0 else 0.0
+    repeated = f", {result.repeated} repeating an earlier case (run once)" if result.repeated else ""
     print(
-        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}, "
+        f"sweep: {result.done} run ({result.failed} failed), {result.skipped} already in {output}{repeated}, "
         f"{len(result.lost)} lost; {result.seconds:.2f} s, {rate:.1f} scenarios/s",
         file=sys.stderr,
     )
@@ -184,10 +186,11 @@ def compare(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, or a name in scenarios/library.")],
     vary: Annotated[
         list[str],
-        typer.Option("--vary", "-v", metavar="KEY=V1,V2,...", help="KEY=V1,V2,... (repeatable); paired by position, or crossed with --cross. "
+        typer.Option("--vary", "-v", metavar="KEY=V1,V2,...", help="KEY=V1,V2,... (repeatable); every combination of the lists, or paired with --zip. "
                      "A whole section may be a YAML file or an inline mapping: storage=local.yaml,raid5.yaml or storage={kind: raid, level: 5, ...}."),
     ],
-    cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists instead of pairing them.")] = False,
+    zip_: Annotated[bool, typer.Option("--zip", help="Pair the --vary lists by position (equal lengths) instead of every combination.")] = False,
+    cross: Annotated[bool, typer.Option("--cross", help="Every combination of the --vary lists (the default; kept for old scripts).")] = False,
     set_: SetOption = None,
     nodes: NodesOption = None,
     node_mtbf_hours: MtbfOption = None,
@@ -196,11 +199,14 @@ def compare(
     fmt: FormatOption = None,
     output: OutputOption = None,
 ) -> None:
-    """Run the scenario once per value and show metrics side by side, with each one's ratio to the first."""
+    """Run the scenario once per case and show metrics side by side, with each one's ratio to the first.
+
+    The cases are every combination of the --vary lists (2 x 2 values: 4 cases), or, with --zip, the lists paired by position."""
     import itertools
     import json
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.progress import ProgressBar
     from iowatt.output.serialize import to_csv
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios import sweep as sw
@@ -214,32 +220,40 @@ def compare(
         raise UserError(f"--interval {interval}: daly/young/simulated need --nodes and --node-mtbf-hours")
     base, origin = sw.load_base(scenario)
     axes = [sw.parse_axis(text, "--vary", base) for text in vary]
-    if cross:
-        combos = list(itertools.product(*(values for _, values in axes)))
-    else:
+    if zip_ and cross:
+        raise UserError("--zip and --cross: expected one of them (pair the --vary lists, or every combination), found both")
+    if zip_:
         lengths = {len(values) for _, values in axes}
         if len(lengths) > 1:
             shown = ", ".join(f"{k} has {len(v)}" for k, v in axes)
-            raise UserError(f"--vary: lists of different lengths cannot be paired ({shown}); use --cross for every combination")
+            raise UserError(f"--zip: lists of different lengths cannot be paired ({shown}); leave out --zip for every combination")
         combos = list(zip(*(values for _, values in axes), strict=True))
+    else:
+        combos = list(itertools.product(*(values for _, values in axes)))
+    formed = _cases_line(axes, len(combos), zip_)
+    if sys.stderr.isatty():  # a person watching; the output itself says it too (JSON `formed`, the table's title)
+        print(f"compare: {formed}", file=sys.stderr)
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
+    sw.check_axes(spec, "--vary")
     cases = []
-    for index, combo in enumerate(combos):
-        case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
-        resolved, _, error = sw.resolve_case(spec, case)
-        if resolved is None:
-            raise UserError(error)
-        document, _ = run_scenario(validate(resolved, origin))
-        metrics = dict(document["metrics"])
-        metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
-        metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
-        label = ", ".join(f"{k}={v}" for k, v in case.values.items())
-        cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+    with ProgressBar("compare", len(combos)) as bar:
+        for index, combo in enumerate(combos):
+            case = sw.Case(index, {k: v for (k, _), v in zip(axes, combo, strict=True)})
+            resolved, _, error = sw.resolve_case(spec, case)
+            if resolved is None:
+                raise UserError(error)
+            document, _ = run_scenario(validate(resolved, origin))
+            metrics = dict(document["metrics"])
+            metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
+            metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
+            label = ", ".join(f"{k}={v}" for k, v in case.values.items())
+            cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
+            bar.advance()
     first = cases[0]["metrics"]
     for case in cases:
         case["ratio"] = {k: _ratio(v, first.get(k)) for k, v in case["metrics"].items()}
     if chosen == "json":
-        write_text(json.dumps({"scenario": origin, "cases": cases}, indent=2, default=str) + "\n", output)
+        write_text(json.dumps({"scenario": origin, "formed": formed, "cases": cases}, indent=2, default=str) + "\n", output)
     elif chosen == "csv":
         rows = [
             {"metric": name, "case": c["label"], "value": c["metrics"].get(name), "ratio_to_first": c["ratio"].get(name)}
@@ -248,7 +262,17 @@ def compare(
         ]
         write_text(to_csv(rows), output)
     else:
-        write_text(_compare_table(cases), output)
+        write_text(_compare_table(cases, formed), output)
+
+
+def _cases_line(axes: list[tuple[str, list[Any]]], count: int, paired: bool) -> str:
+    """How the cases were formed, e.g. '4 cases, every combination of storage.device (2) x storage.power_state (2)'."""
+    sizes = [f"{key} ({len(values)})" for key, values in axes]
+    if len(axes) == 1:
+        how = f"one per value of {sizes[0]}"
+    else:
+        how = ("paired by position (--zip): " + " with ".join(sizes)) if paired else ("every combination of " + " x ".join(sizes))
+    return f"{count} case{'s' if count != 1 else ''}, {how}"
 
 
 def _ratio(value: Any, first: Any) -> float | None:
@@ -264,7 +288,7 @@ def _metric_names(cases: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def _compare_table(cases: list[dict[str, Any]]) -> str:
+def _compare_table(cases: list[dict[str, Any]], formed: str) -> str:
     from iowatt.output.tables import Table, format_number, render
 
     rows = []
@@ -279,7 +303,7 @@ def _compare_table(cases: list[dict[str, Any]]) -> str:
             cells.append(text)
         rows.append([name, *cells])
     labels = [case["label"] for case in cases]
-    table = Table(["metric", *labels], rows, title="compare (ratio to the first column)", right=frozenset(labels))
+    table = Table(["metric", *labels], rows, title=f"compare: {formed} (ratio to the first column)", right=frozenset(labels))
     return render([table], width=60 + 34 * len(cases))
 
 
@@ -296,15 +320,24 @@ def plan(
 ) -> None:
     """Search candidate configurations for the best one that meets the constraints."""
     import json
+    import math
 
     from iowatt.output import choose_format, write_text
+    from iowatt.output.progress import ProgressBar
     from iowatt.scenarios import plan as pl
     from iowatt.scenarios.executors import open_executor
 
     chosen = choose_format(fmt, output, ("table", "json", "csv"))
+    if plot is not None:
+        from iowatt.output.files import check_png_target
+
+        check_png_target(plot)
     spec = pl.load_spec(spec_file)
-    with open_executor(jobs, address, scheduler_file) as executor:
-        result = pl.search(spec, executor)
+    combinations = math.prod(len(values) for _, values in spec.choices)
+    # the exhaustive search's cases are known up front (a monotone search's are not: it shows nothing)
+    with open_executor(jobs, address, scheduler_file) as executor, \
+            ProgressBar("plan", combinations if combinations <= spec.max_exhaustive else 0) as bar:
+        result = pl.search(spec, executor, on_case=bar.advance)
     ranked = result.ranked()
     cost_axis = "cost_usd" if result.feasible and all(c.get("cost_usd") is not None for c in result.feasible) else "device_count"
     front = result.pareto(cost_axis)

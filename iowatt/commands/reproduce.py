@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def reproduce(
         study: Annotated[str, typer.Argument(help="A study name (micron_6550ion_vs_p5336, micron_9550_gnn_bam, amax_5210ion_vs_hdd, "
-                                                   "storagereview_ckpt_fill, mlperf_storage_v1; see scenarios/studies/), a study "
+                                                   "storagereview_ckpt_fill, mlperf_storage_v1, ssd_power_states; see scenarios/studies/), a study "
                                                    "YAML file, or `all`.")] = "all",
         out: Annotated[Path | None, typer.Option("--out", help="Write figures (PNG, SVG), their CSVs and index.md here.")] = None,
         jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes for the studies' scenarios (default: CPU count; "
@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
         """Run a published study's scenarios; print its comparison tables (published vs predicted) and draw its figures.
 
         Figures need matplotlib (pip install 'iowatt\\[plots]'); without it the tables, CSVs and index.md are still written.
-        A scenario that is missing or fails is reported in the tables, never fatal. A progress bar goes to stderr when it is a terminal.
+        A scenario that is missing or fails is reported in the tables and the rest still run; the exit status is then 1.
+        A progress bar goes to stderr when it is a terminal.
         """
         from iowatt.output import figures
         from iowatt.output.progress import ProgressBar
@@ -53,6 +54,10 @@ def register(app: typer.Typer) -> None:
             print(f"wrote {len(written)} files ({kind}); open {out / 'index.md'}", file=sys.stderr)
         else:
             print("add --out DIR to write figures, their CSVs and index.md", file=sys.stderr)
+        failed = sorted({run for r in results for s in r.sections for run in rp.failures(s)})
+        if failed:  # the tables and files are complete apart from these runs; the exit status says some are missing
+            print(f"error: {len(failed)} run(s) failed (their cells read ERROR), e.g. {failed[0]}", file=sys.stderr)
+            raise typer.Exit(1)
 
 
 def _fmt(value: float | None) -> str:
@@ -111,14 +116,17 @@ def section_markdown(result: SectionResult) -> list[str]:
 
 def section_figure(result: SectionResult) -> StudyFigure:
     from iowatt.scenarios.reproduce import published_absolute
+    from iowatt.scenarios.reproduce_trace import trace_positions
 
     s = result.section
     return StudyFigure(
-        kind=s.figure, title=s.title, x_label=s.x_label, x_log2=s.x_log2, y_log=s.y_log, trace_span=s.trace_span,
+        kind=s.figure, title=s.title, x_label=s.x_label, x_log2=s.x_log2, y_log=s.y_log,
         runs=[FigureRun(r.label, r.x, r.series) for r in s.runs],
         metrics=[m.label for m in s.metrics],
         values={key: cell.predicted for key, cell in result.values.items()},
         traces={key: cell.trace for key, cell in result.values.items() if cell.trace is not None},
+        trace_xs={key: trace_positions(s, len(cell.trace), cell.span) for key, cell in result.values.items() if cell.trace is not None},
+        note=s.note,
         claims=[FigureClaim(c.published.run, c.published.metric, c.published.value, c.published.relative_to,
                             published_absolute(result, c.published), c.published.span) for c in result.claims],
     )

@@ -8,7 +8,6 @@ cannot be read, 1 when a row failed to run (a partial result) or, with
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +42,7 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
 def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs: int) -> None:
     from iowatt.commands.validation_view import render_markdown, render_text
     from iowatt.output import choose_format, write_text
+    from iowatt.output.serialize import to_json
     from iowatt.scenarios.validation import TableError, evaluate_table, read_table
     from iowatt.scenarios.validation_runs import RunCache
 
@@ -68,7 +68,7 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
         document = report.as_dict()
         if validation is not None:
             document["cross_validation"] = validation.as_dict()
-        write_text(json.dumps(document, indent=2) + "\n", None)
+        write_text(to_json(document), None)
     elif chosen == "markdown":
         command = f"iowatt validate {path.as_posix()}{' --cross-validate' if cross else ''} --format markdown"
         write_text(render_markdown(report, validation, command, path.as_posix()), None)

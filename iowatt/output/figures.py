@@ -61,7 +61,8 @@ class StudyFigure:
     x_label: str = ""
     x_log2: bool = False
     y_log: bool = False
-    trace_span: float | None = None  # `trace`: the i-th of n points sits at span x i / n
+    trace_xs: Mapping[tuple[str, str], Sequence[float]] = field(default_factory=dict)  # `trace`: each point's x (else its index)
+    note: str = ""  # the section's note: `pairs` prints it under a panel where some runs have no published figure
 
 
 def plots_available() -> bool:
@@ -151,19 +152,25 @@ def _draw_bars(data: StudyFigure) -> Figure:
             ax.annotate(_label(data.values[(run, m)]), (bar.get_x() + bar.get_width() / 2, bar.get_height() / 2), ha="center",
                         va="center", fontsize=7, color="white" if bar.get_height() > 0.15 else "black", rotation=90 if len(runs) > 3 else 0)
     labelled = False
+    # absolute published figures are drawn relative to the *published* first run where the study gives one, so the
+    # diamonds compare published with published (a ratio claim already is one); else relative to iowatt's first run
+    published_first = {c.metric: c.value for c in data.claims if c.run == runs[0] and c.relative_to is None and c.value}
     for c in data.claims:
-        first = data.values[(runs[0], c.metric)]
+        first = published_first.get(c.metric, data.values[(runs[0], c.metric)])
         if c.relative_to is not None and c.run == runs[0]:
             target, level = c.relative_to, 1.0 / c.value   # 'first is v x other' puts other at 1/v of first
         else:
             target, level = c.run, (c.absolute / first if c.absolute is not None and first else None)
+            if c.relative_to is None and c.metric in published_first:
+                level = c.value / published_first[c.metric]
         if level is None:
             continue
         ax.plot([positions[metrics.index(c.metric)] + offset(runs.index(target))], [level], marker="D", color="black",
                 linestyle="none", label=None if labelled else "published")
         labelled = True
     ax.set_xticks(positions, [_wrap(m, 18) for m in metrics], fontsize=8)
-    ax.set_ylabel(f"relative to {runs[0]}\n(bar labels: absolute values)", fontsize=8)
+    mixed = " (diamonds: to the published one)" if published_first else ""
+    ax.set_ylabel(f"relative to {runs[0]}{mixed}\n(bar labels: absolute values)", fontsize=8)
     ax.axhline(1.0, color="grey", linewidth=0.5)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -251,6 +258,12 @@ def _draw_pairs(data: StudyFigure) -> Figure:
             pub = ax.bar(xs, list(published.values()), width, label="published", color="0.55")
             for bar, v in zip(pub, published.values(), strict=True):
                 ax.annotate(_label(v), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=7)
+            # an empty published slot says so, and the section's note (under the panel) says why
+            for r in (r for r in runs if r not in published):
+                ax.annotate("no published\nfigure", (positions[runs.index(r)] + shift, 0), xytext=(0, 3), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=7, color="0.35")
+            if data.note and len(published) < len(runs):
+                ax.set_xlabel(_wrap(data.note, 95), fontsize=7, loc="left", color="0.25")
         ax.set_xticks(positions, [_wrap(r) for r in runs], fontsize=7)
         ax.set_ylabel(m, fontsize=8)
         positive = [v for v in [*predicted, *published.values()] if not math.isnan(v) and v > 0]
@@ -304,13 +317,12 @@ def _draw_trace(data: StudyFigure) -> Figure:
     """A list-valued metric against its index, one line per run (e.g. every checkpoint's time as the drive fills)."""
     plt = _pyplot()
     metrics = list(data.metrics)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(7.5 * len(metrics), 4.0), squeeze=False)
-    for ax, m in zip(axes[0], metrics, strict=True):
+    # one panel per metric, stacked on a shared x axis: side by side, three panels made a 2700 x 480 strip of tiny text
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(8.0, 0.6 + 3.2 * len(metrics)), squeeze=False, sharex=True)
+    for ax, m in zip(axes[:, 0], metrics, strict=True):
         for r in data.runs:
             trace = list(data.traces.get((r.label, m), ()))
-            n = len(trace)
-            # with a span, runs of different lengths share one axis (e.g. 3 fill passes of 9 or of 99 checkpoints)
-            xs = [data.trace_span * (i + 1) / n for i in range(n)] if data.trace_span else list(range(1, n + 1))
+            xs = list(data.trace_xs.get((r.label, m), range(1, len(trace) + 1)))
             line, = ax.plot(xs, trace, marker=".", markersize=3, linewidth=1, label=r.label)
             # a published mean over a stretch of the axis (e.g. a fill pass), as a dashed segment in the run's colour
             for c in data.claims:
@@ -318,11 +330,11 @@ def _draw_trace(data: StudyFigure) -> Figure:
                     ax.hlines(c.absolute, c.span[0], c.span[1], colors=line.get_color(), linestyles="--", linewidth=1.5)
         if any(c.metric == m and c.span is not None for c in data.claims):
             ax.plot([], [], color="black", linestyle="--", label="published mean over the stretch")
-        ax.set_xlabel(data.x_label or "index", fontsize=8)
-        ax.set_ylabel(m, fontsize=8)
+        ax.set_ylabel(m, fontsize=9)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
+    axes[-1, 0].set_xlabel(data.x_label or "index", fontsize=9)
     return fig
 
 

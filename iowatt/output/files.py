@@ -67,6 +67,15 @@ def choose_format(fmt: str | None, output: Path | None, allowed: tuple[str, ...]
     return fmt
 
 
+def check_png_target(path: Path, option: str = "--plot") -> None:
+    """Before any work: a figure goes to a .png file (or a stream), never into a .txt or a folder."""
+    kind = target_kind(path, option)
+    if kind == "stdout":
+        raise OutputError(f"{option} {path}: expected a .png file name, found '-' (a figure is not written to stdout)")
+    if kind != "stream" and path.suffix.lower() != ".png":
+        raise OutputError(f"{option} {path}: the figure is a PNG: expected a file name ending in .png, found {path.suffix or 'no extension'!r}")
+
+
 def write_text(text: str, output: Path | None, option: str = "--output") -> None:
     if output is None or str(output) == STDOUT:
         sys.stdout.write(text)
@@ -106,7 +115,10 @@ def replace_file(data: bytes, output: Path, option: str = "--output") -> None:
         existing: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         existing = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    except OSError as error:  # a read-only folder: the error would name the temporary file
+        raise OSError(error.errno, f"cannot write in {directory} ({error.strerror or error})", f"{option} {output}") from None
     try:
         os.fchmod(fd, stat.S_IMODE(existing.st_mode) if existing else creation_mode())
         if existing is not None and os.geteuid() == 0:
@@ -114,6 +126,9 @@ def replace_file(data: bytes, output: Path, option: str = "--output") -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, target)
+    except OSError as error:  # the temporary file's name means nothing to the user: name the option and the target
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(error.errno, f"cannot write ({error.strerror or error})", f"{option} {output}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

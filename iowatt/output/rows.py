@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from iowatt.output.files import OutputError, target_kind, write_bytes
-from iowatt.output.serialize import to_csv
+from iowatt.output.serialize import csv_row, to_csv
 
 Row = dict[str, object]
 
@@ -93,7 +93,7 @@ class RowFile:
             if widened or self._writer is None or self._handle is None:
                 self._rewrite_csv()  # a column no earlier row had: rewrite with the wider header
             else:
-                self._writer.writerow(row)
+                self._writer.writerow(csv_row(row))
                 self._handle.flush()
         elif time.monotonic() - self._last_flush >= self.flush_seconds:
             self._write_parquet()

@@ -37,5 +37,10 @@ def to_csv(rows: list[Mapping[str, object]], columns: list[str] | None = None) -
     writer = csv.DictWriter(out, fieldnames=columns if columns is not None else columns_of(rows), lineterminator="\n", restval="")
     writer.writeheader()
     for row in rows:
-        writer.writerow(row)
+        writer.writerow(csv_row(row))
     return out.getvalue()
+
+
+def csv_row(row: Mapping[str, object]) -> dict[str, object]:
+    """A row as CSV writes it: a whole-numbered float (a count the engine carries as float, e.g. 8.0 ranks) as an integer."""
+    return {k: int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else v for k, v in row.items()}

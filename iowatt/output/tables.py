@@ -20,12 +20,15 @@ class Table:
 
 
 def format_number(value: object) -> str:
-    """Four significant digits, thousands separators from 100 up, scientific notation outside [1e-3, 1e6)."""
+    """Whole numbers from 100 up in full with thousands separators; else four significant digits, thousands separators
+    from 100 up, scientific notation outside [1e-3, 1e6)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     if value == 0 or math.isnan(value):
         return f"{value:g}"
     magnitude = abs(value)
+    if float(value).is_integer() and 100 <= magnitude < 1e15:
+        return f"{value:,.0f}"  # a count reads 1,170,301, not 1.17e+06 or 1,680.0
     if magnitude >= 1e6 or magnitude < 1e-3:
         return f"{value:.4g}"
     if magnitude >= 100:
@@ -69,14 +72,13 @@ def markdown(table: Table) -> list[str]:
 def result_tables(document: Mapping[str, object]) -> list[Table | str]:
     """A run's result document (`iowatt run -f json`): its metrics, what bound its storage, its energy by component."""
     title = str(document.get("name") or "iowatt result")
+    from iowatt.output.units import unit_of
+
     metrics = document.get("metrics")
     units = document.get("units")
-    rows = [[str(k), format_number(v)] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
-    if isinstance(units, Mapping) and units:  # names that do not say their unit (DLIO's MB/s is MiB/s)
-        rows = [[*row, str(units.get(row[0], ""))] for row in rows]
-        tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
-    else:
-        tables = [Table(["metric", "value"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    stated = units if isinstance(units, Mapping) else {}  # names that do not say their unit (DLIO's MB/s is MiB/s)
+    rows = [[str(k), format_number(v), unit_of(str(k), str(stated.get(k, "")))] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
+    tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
     storage = document.get("storage")
     if isinstance(storage, Mapping) and "binding_constraint" in storage:  # a volume that names its binding station
         paths = storage.get("erasure_paths")

@@ -49,19 +49,24 @@ class CatalogEntry:
 
 
 def _parse_file(path: Path) -> list[CatalogEntry]:
-    raw = strict_yaml.load(path.read_text())
-    if not isinstance(raw, dict) or "kind" not in raw or "entries" not in raw:
-        raise CatalogError(f"{path.name}: expected a mapping with `kind` and `entries`")
+    try:
+        raw = strict_yaml.load(path.read_text())
+    except (OSError, UnicodeDecodeError) as error:
+        raise CatalogError(f"{path.name}: cannot read the catalog file ({error.__class__.__name__})") from None
+    if not isinstance(raw, dict) or "kind" not in raw or not isinstance(raw.get("entries"), dict):
+        raise CatalogError(f"{path.name}: expected a mapping with `kind` and `entries` (a mapping of name: fields)")
     kind = raw["kind"]
     spec_type = SPEC_TYPES.get(kind)
     if spec_type is None:
         raise CatalogError(f"{path.name}: unknown kind {kind!r} (known: {', '.join(sorted(SPEC_TYPES))})")
     entries = []
     for name, fields in raw["entries"].items():
+        if not isinstance(fields, dict):
+            raise CatalogError(f"{path.name}: entry {name!r}: expected a mapping of fields, found {type(fields).__name__}")
         fields = dict(fields)
         aliases = tuple(fields.pop("aliases", ()) or ())
         try:
-            plain, record = unwrap(fields)
+            plain, record = unwrap(fields, ranged=True)
             spec = spec_type.model_validate({"name": name, **plain})
             record = {**defaults_for(kind, set(plain)), **record}  # a default value carries its own provenance
         except (ValidationError, ValueError) as error:
@@ -102,7 +107,7 @@ def load_file(kind: str, path: Path) -> CatalogEntry:
     try:
         found = [e for e in _parse_file(path) if e.kind == kind]
     except yaml.YAMLError as error:
-        raise CatalogError(f"{where}: not valid YAML ({error})") from None
+        raise CatalogError(f"{where}: {strict_yaml.describe(error)}") from None
     except CatalogError as error:
         raise CatalogError(f"{where}: {error}") from None
     if len(found) != 1:
@@ -115,11 +120,15 @@ def _user_entries(kind: str, name: str) -> CatalogEntry | None:
     folder = os.environ.get(USER_CATALOG_ENV)
     if not folder:
         return None
+    if not Path(folder).expanduser().is_dir():
+        raise CatalogError(f"{USER_CATALOG_ENV}={folder}: expected a folder of catalog YAML files, found no such folder")
     for path in sorted(Path(folder).expanduser().glob("*.yaml")):
         try:
             parsed = _parse_file(path)
-        except (CatalogError, yaml.YAMLError) as error:
-            raise CatalogError(f"{USER_CATALOG_ENV}={folder}: {path.name}: {error}") from None
+        except CatalogError as error:
+            raise CatalogError(f"{USER_CATALOG_ENV}={folder}: {error}") from None
+        except yaml.YAMLError as error:
+            raise CatalogError(f"{USER_CATALOG_ENV}={folder}: {path.name}: {strict_yaml.describe(error)}") from None
         for entry in parsed:
             if entry.kind == kind and name.lower() in (entry.name.lower(), *(a.lower() for a in entry.aliases)):
                 return entry

@@ -25,7 +25,7 @@ from iowatt.simulator.per_request.result import Result
 from iowatt.simulator.per_request.volume import StripedRequests, pieces
 from iowatt.simulator.storage import FileWrite, Volume
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads.fio import FioParams, job_accesses, job_files, job_law
+from iowatt.simulator.workloads.fio import FioParams, job_accesses, job_files, job_law, percentile_name
 
 
 def _requests_per_job(params: FioParams, size_job: float) -> tuple[int | None, float | None]:
@@ -120,7 +120,7 @@ def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: floa
         metrics[f"{name}_lat_mean_us"] = float(array.mean()) * 1e6  # submission latency is not modelled (slat 0)
         metrics[f"{name}_clat_stddev_us"] = float(array.std()) * 1e6
         for p, ns in histogram.percentiles_ns(histogram.counts(array), params.percentile_list).items():
-            metrics[f"{name}_clat_{_pct_name(p)}_us"] = ns / 1e3
+            metrics[f"{name}_clat_{percentile_name(p)}_us"] = ns / 1e3
     metrics["storage_energy_per_io_uJ"] = window_J / done * 1e6
     metrics["storage_energy_per_GB_J"] = window_J / (done * bs / 1e9)
     options = {"rw": params.rw, "bs": str(int(bs)), "iodepth": str(params.iodepth), "numjobs": str(params.numjobs),
@@ -133,6 +133,3 @@ def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: floa
     }
     return Result(WorkloadOutcome(metrics, detail), runtime + ramp_s, striped.events + streams.events, done)
 
-
-def _pct_name(p: float) -> str:
-    return "p" + f"{p:g}".replace(".", "_")

@@ -174,7 +174,8 @@ def gamma_percentiles_s(mean_s: float, shape: float, percentiles: list[float]) -
     return {p: float(gammaincinv(shape, p / 100.0)) * mean_s / shape for p in percentiles}
 
 
-def _pct_name(p: float) -> str:
+def percentile_name(p: float) -> str:
+    """The metric-name form of a percentile: 99.9 -> 'p99_9' (read_clat_p99_9_us)."""
     text = f"{p:g}".replace(".", "_")
     return f"p{text}"
 
@@ -361,7 +362,7 @@ def _outcome(jobs: _FioJobs, moved: list[float], elapsed_job: list[float], laten
         metrics[f"{direction}_clat_mean_us"] = mean * 1e6
         metrics[f"{direction}_lat_mean_us"] = mean * 1e6  # libaio submission latency is not modelled (slat 0)
         for p, value in gamma_percentiles_s(mean, shape, params.percentile_list).items():
-            metrics[f"{direction}_clat_{_pct_name(p)}_us"] = value * 1e6
+            metrics[f"{direction}_clat_{percentile_name(p)}_us"] = value * 1e6
     storage_J = sum(m.energy_J for m in ctx.engine.meters.values() if m.group == "storage")
     ios = total / bs
     metrics["storage_energy_per_io_uJ"] = storage_J / ios * 1e6
