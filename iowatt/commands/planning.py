@@ -245,7 +245,8 @@ def compare(
     else:
         combos = list(itertools.product(*(values for _, values in axes)))
     formed = _cases_line(axes, len(combos), zip_)
-    print(f"compare: {formed}", file=sys.stderr)
+    if sys.stderr.isatty():  # a person watching; the output itself says it too (JSON `formed`, the table's title)
+        print(f"compare: {formed}", file=sys.stderr)
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
     sw.check_axes(spec, "--vary")
     sampling = settings(samples, level, method) if uncertainty else None
