@@ -55,7 +55,8 @@ __all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "Flow
 _BATCH_PRIORITY = 2
 
 # Components of at least this many flows are held as classes (simulator/flow_classes.py); smaller ones are
-# allocated flow by flow as before issue 33, bit for bit.  A speed setting, not a model value (results do not depend on it): where the vectorised allocation takes over
+# allocated flow by flow as before issue 33, bit for bit.  A speed setting, not a model value (results do not
+# depend on it): where the vectorised allocation takes over
 # (maxmin.VECTOR_MIN_FLOWS, measured on row 6); any value gives the same results to 1e-9 (plausible range
 # 1..a few hundred: tests/test_flows_fast_paths.py runs it at 1).
 CLASS_MIN_FLOWS = 48
