@@ -252,7 +252,7 @@ class _Barrier:
     """MPI_Barrier per step: step k's event fires when all `ranks` have arrived at it."""
 
     def __init__(self, env: simpy.Environment, ranks: int, steps: int) -> None:
-        self.env, self.ranks = env, ranks
+        self.ranks = ranks
         self.arrived = [0] * steps
         self.events = [env.event() for _ in range(steps)]
 
@@ -270,7 +270,7 @@ class _Training:
                  out: DlioRun, batch_bytes: np.ndarray, batch_cost: np.ndarray, gpus: list[GPURuntime], keep_steps: bool) -> None:
         self.env, self.engine, self.path, self.params, self.out = env, engine, path, params, out
         self.batch_bytes = batch_bytes
-        self.batch_cost = batch_cost  # per (rank, step): the worker's time per batch relative to its mean
+        self.batch_cost = batch_cost  # per (epoch, rank, step): the worker's time per batch relative to its mean
         self.gpus = gpus
         self.keep_steps = keep_steps
         self.epoch_start = 0.0
@@ -293,7 +293,7 @@ class _Training:
             amount = float(self.batch_bytes[rank, index])
             if not cached:
                 path.stream_started(rank, 1)
-            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate / float(self.batch_cost[rank, index]))
+            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate / float(self.batch_cost[epoch, rank, index]))
             if not cached:
                 path.stream_started(rank, -1)
             out.totals.samples += bs
@@ -354,7 +354,7 @@ class _Training:
             out.epoch_time[epoch] = env.now - start
 
 
-def _cost_factors(rng: np.random.Generator, shape: tuple[int, int], cv: float) -> np.ndarray:
+def _cost_factors(rng: np.random.Generator, shape: tuple[int, int, int], cv: float) -> np.ndarray:
     """A worker's time per batch relative to its mean: gamma(k = 1 / cv^2) with mean 1 (positive, any cv); ones at cv 0."""
     if cv <= 0.0:
         return np.ones(shape)
@@ -389,7 +389,7 @@ def simulate(
     if cfg.odirect:  # a sample not a multiple of the block is read whole plus the tail of its last block
         read = np.ceil(read / ODIRECT_BLOCK_BYTES) * ODIRECT_BLOCK_BYTES
     batch_bytes = read.reshape(n_acc, steps, bs).sum(axis=2)
-    batch_cost = _cost_factors(rng, (n_acc, steps), cfg.loader_cost_cv)
+    batch_cost = _cost_factors(rng, (epochs, n_acc, steps), cfg.loader_cost_cv)  # drawn anew each epoch
     # the page cache holds what the readers fetched (parquet: the selected columns only); O_DIRECT leaves nothing there
     fits = (params.page_cache and not cfg.odirect
             and dataset_bytes * cfg.bytes_read_fraction <= params.page_cache_fraction * system.host.config.memory)
