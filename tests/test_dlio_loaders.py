@@ -117,16 +117,17 @@ def _referee_au(n: int, steps: int, batch: int, record: float, sd: float, cv: fl
     return float(np.mean(aus))
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(n=st.integers(1, 64), cv=st.sampled_from([0.0, 0.3]))
 @example(n=1, cv=0.3)
 @example(n=64, cv=0.0)
+@example(n=51, cv=0.3)
 def test_barrier_au_matches_order_statistics_monte_carlo(n, cv):
     """The slowest rank sets every step's end: AU falls with n as E[max of n step times] grows.  Referee: the numpy
     Monte-Carlo above, with the worker's rate as the tightest bound one flow meets alone (no constraint is shared
     at these rates: 64 workers of 20 MB/s on one 6550 ION and 96 cores); AU within 3 %."""
     # one run of few ranks averages over few step times: more steps keep its own noise well inside the 3 %
-    steps, batch, record, sd, c = max(40, 1280 // n), 2, 4 * MB, (0.0 if cv else 1 * MB), 0.4
+    steps, batch, record, sd, c = max(120, 2560 // n), 2, 4 * MB, (0.0 if cv else 1 * MB), 0.4
     p = _custom(record_length=record, record_length_stdev=sd, batch_size=batch, computation_time=c,
                 num_files=n * steps * batch, accelerators=n, cpu_bytes_per_core_second=2e7, loader_cost_cv=cv)
     rate = _one_flow_rate(_system(), p)
