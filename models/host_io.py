@@ -148,6 +148,9 @@ CRC32_GBps_PER_CORE = 4.1
 # development VM a buffered write() of resident memory ran at 0.43-0.45 GB/s (about 9 us per 4 KiB page,
 # the cost of a page fault that exits to the hypervisor: first touch of anonymous memory 8.5 us/page).
 PAGE_CACHE_WRITE_GBps_PER_CORE = 4.0
+# A plain copy between resident buffers (memcpy: no page to allocate or fault in), e.g. an O_DIRECT reader's
+# copy from its aligned buffer into the numpy array (PROVENANCE below; read through memcpy_seconds_per_byte).
+MEMCPY_GBps_PER_CORE = 10.0
 # the reference core's torch.save rate with the declared values, 1 / (1/4.1 + 1/4) = 2.0 GB/s (runs use
 # torch_save_GBps_per_core, which reads the page-cache rate when it runs)
 TORCH_SAVE_GBps_PER_CORE = 1.0 / (1.0 / CRC32_GBps_PER_CORE + 1.0 / PAGE_CACHE_WRITE_GBps_PER_CORE)
@@ -160,6 +163,11 @@ def page_copy_seconds_per_byte(cpu: CPUSpec) -> float:
     if cpu.page_cache_write_GBps_per_core is None:
         return 1.0 / (constant(PAGE_CACHE_WRITE.name) * 1e9)
     return cpu.core_speed / (cpu.page_cache_write_GBps_per_core * 1e9)
+
+
+def memcpy_seconds_per_byte() -> float:
+    """Reference-core seconds per byte of a copy between resident buffers (no page allocation)."""
+    return 1.0 / (constant(MEMCPY.name) * 1e9)
 
 
 def torch_save_GBps_per_core(cpu: CPUSpec) -> float:
@@ -190,11 +198,22 @@ PROVENANCE: dict[str, Provenance] = {
         "amortised (pages recycled from the free lists); a VM whose page faults exit to the hypervisor falls far "
         "below (0.43-0.45 GB/s measured on the development VM), which is why a host's own figure replaces it",
     ),
+    "MEMCPY_GBps_PER_CORE": Provenance(
+        p="assumed",
+        note="one memcpy stream of a server core between resident buffers, ~10 GB/s: the rate models.fabric's TCP "
+        "cost and models.cluster_service's per-byte cost rest on (one AVX copy stream, cache-missing both sides, "
+        "runs 8-15 GB/s on current server cores)",
+        low=3.0, high=20.0, shape="log-uniform",
+        range_note="low: 3 GB/s, a loaded or older core (numpy.copyto of 256 MiB ran 1.7 GB/s on the shared 2-vCPU "
+        "development VM under load, 2026-11-27: a VM's floor, not a server's); high: 20 GB/s, a core copying lines "
+        "warm in L3",
+    ),
     "DLIO_GENERATE_GBps_PER_CORE": Provenance(
         p="calibrated", fitted_on=("sr.ckpt.ps1010.pass1",),
         src="StorageReview, Scaling AI Checkpoints: D7-PS1010 pass 1 mean 464 s (scenarios/validation/published.yaml)",
         note="solves the D7-PS1010 pass-1 mean of scenarios/library/storagereview/ckpt_ps1010.yaml; see the comment above",
     ),
 }
+MEMCPY = assumed_constant_of("models.host_io.memcpy_GBps_per_core", MEMCPY_GBps_PER_CORE, PROVENANCE["MEMCPY_GBps_PER_CORE"])
 PAGE_CACHE_WRITE = assumed_constant_of("models.host_io.page_cache_write_GBps_per_core", PAGE_CACHE_WRITE_GBps_PER_CORE,
                                        PROVENANCE["PAGE_CACHE_WRITE_GBps_PER_CORE"])

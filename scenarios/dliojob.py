@@ -169,8 +169,11 @@ def _training(r: _Reader) -> dict[str, Any]:
         value = _number(r, key, kind)
         if value is not None:
             out[name] = value
-    if r.get("reader.odirect"):
-        out["page_cache"] = False  # O_DIRECT reads bypass the page cache
+    odirect = r.get("reader.odirect")
+    if odirect is not None and not isinstance(odirect, bool):
+        r.refuse("reader.odirect", f"expected true or false, found {odirect!r}")
+    elif odirect:
+        out["odirect"] = True  # O_DIRECT reads: whole 4 KiB blocks, no page cache (DlioParams.odirect)
     if out.get("prefetch_size") == 0:
         out["prefetch_size"] = 1
     for key in [k for k in r.flat if k.startswith("checkpoint.")]:

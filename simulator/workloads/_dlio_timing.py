@@ -46,6 +46,9 @@ DLIO_LOADER_START_SECONDS = 0.90
 # the rank's samples/s) less the sum of its steps' proc times: 0.002, 0.183, 0.023, 0.016 s over 2 ranks x 2
 # epochs, mean 0.056 s; check-machine measures it with null runs of two lengths.
 DLIO_EPOCH_OVERHEAD_SECONDS = 0.056
+# O_DIRECT transfers whole logical blocks: DLIO's odirect readers round each read up to the block (4096 B, the
+# logical block of the NVMe drives the benchmark runs on; Linux requires O_DIRECT offsets and lengths aligned to it)
+ODIRECT_BLOCK_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class DlioConfig:
     read_block_size: float = 2.0**20    # PyTorch readers' request size (capped at the sample)
     bytes_read_fraction: float = 1.0    # share of each record fetched from storage (parquet column selection)
     format: str = "npz"
+    odirect: bool = False               # O_DIRECT reads: whole 4 KiB blocks, no page cache
+    loader_cost_cv: float = 0.0         # spread of a worker's time per batch beyond its bytes
 
     @property
     def dataset_samples(self) -> int:
@@ -176,6 +181,8 @@ class _ReadPath:
             block = min(cfg.read_block_size, record * cfg.samples_per_file * cfg.bytes_read_fraction)
         else:
             block = min(cfg.read_block_size, record)
+        if cfg.odirect:  # O_DIRECT requests are whole logical blocks
+            block = math.ceil(block / ODIRECT_BLOCK_BYTES) * ODIRECT_BLOCK_BYTES
         self.block = block
         # PyTorch: every loader worker keeps one request in flight (synchronous file reads).
         # TensorFlow: DLIO's TF reader opens one TFRecordDataset per rank without num_parallel_reads,
@@ -187,8 +194,10 @@ class _ReadPath:
         cpu_coeff = 1.0 / params.cpu_bytes_per_core_second + params.cpu_seconds_per_sample / record
         # a byte read from the drive lands in a page-cache page the kernel first allocates, in the reader's
         # context, and read() copies it out: the page work of a buffered write, reversed (models.host_io);
-        # bytes served from the page cache skip it
-        disk_cpu_coeff = cpu_coeff + host_io.page_copy_seconds_per_byte(system.host.cpu_spec)
+        # bytes served from the page cache skip it.  O_DIRECT DMAs into the reader's own aligned buffer: no page,
+        # but the reader copies the buffer into the sample's array (a plain memcpy, tail block included)
+        page_s = host_io.memcpy_seconds_per_byte() if cfg.odirect else host_io.page_copy_seconds_per_byte(system.host.cpu_spec)
+        disk_cpu_coeff = cpu_coeff + page_s
         # the costs are reference-core seconds; host.cpu counts the host's own cores, each core_speed of the reference
         speed = system.host.cpu_spec.core_speed
         disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, disk_cpu_coeff / speed)]
@@ -239,13 +248,29 @@ class _ReadPath:
             self.engine.set_capacity(self.concurrency, _law_capacity_Bps(law, self.block, self.in_flight))
 
 
+class _Barrier:
+    """MPI_Barrier per step: step k's event fires when all `ranks` have arrived at it."""
+
+    def __init__(self, env: simpy.Environment, ranks: int, steps: int) -> None:
+        self.ranks = ranks
+        self.arrived = [0] * steps
+        self.events = [env.event() for _ in range(steps)]
+
+    def arrive(self, step: int) -> simpy.Event:
+        self.arrived[step] += 1
+        if self.arrived[step] == self.ranks:
+            self.events[step].succeed()
+        return self.events[step]
+
+
 class _Training:
     """The trainers and their loader workers for one run; fills a DlioRun."""
 
     def __init__(self, env: simpy.Environment, engine: FlowEngine, path: _ReadPath, params: DlioParams,
-                 out: DlioRun, batch_bytes: np.ndarray, gpus: list[GPURuntime], keep_steps: bool) -> None:
+                 out: DlioRun, batch_bytes: np.ndarray, batch_cost: np.ndarray, gpus: list[GPURuntime], keep_steps: bool) -> None:
         self.env, self.engine, self.path, self.params, self.out = env, engine, path, params, out
         self.batch_bytes = batch_bytes
+        self.batch_cost = batch_cost  # per (epoch, rank, step): the worker's time per batch relative to its mean
         self.gpus = gpus
         self.keep_steps = keep_steps
         self.epoch_start = 0.0
@@ -268,7 +293,7 @@ class _Training:
             amount = float(self.batch_bytes[rank, index])
             if not cached:
                 path.stream_started(rank, 1)
-            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate)
+            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate / float(self.batch_cost[epoch, rank, index]))
             if not cached:
                 path.stream_started(rank, -1)
             out.totals.samples += bs
@@ -281,7 +306,7 @@ class _Training:
             out.last_delivery[epoch, rank] = env.now - self.epoch_start - start
             yield queue.put(index)
 
-    def trainer(self, rank: int, epoch: int, cached: bool) -> Generator[simpy.Event, object, None]:
+    def trainer(self, rank: int, epoch: int, cached: bool, barrier: _Barrier) -> Generator[simpy.Event, object, None]:
         env, out = self.env, self.out
         threads, prefetch = out.cfg.read_threads, self.params.prefetch_size
         comp = out.cfg.computation_time
@@ -291,8 +316,8 @@ class _Training:
         start = out.cfg.loader_start if epoch == 0 else 0.0
         for _ in range(threads):
             env.process(self.worker(rank, epoch, queue, slots, counter, cached, start))
+        asked = env.now
         for _step in range(out.steps):
-            asked = env.now
             yield queue.get()
             yield slots.put(1)
             got = env.now
@@ -310,6 +335,11 @@ class _Training:
             out.compute[epoch, rank] += env.now - started
             if self.keep_steps:
                 out.step_timings.append([epoch, rank, got - asked, env.now - started])
+            # DLIO's _train ends every step with comm.barrier() (its stand-in for the all-reduce): the step
+            # ends for all ranks when the last rank's compute ends; the time held there is in the next step's
+            # wait, as DLIO's load time runs from the previous step's end (the last step's is in the epoch)
+            asked = env.now
+            yield barrier.arrive(_step)
         if out.cfg.epoch_overhead > 0.0:
             yield env.timeout(out.cfg.epoch_overhead)  # the block's own bookkeeping outside its steps
 
@@ -319,8 +349,17 @@ class _Training:
             cached = out.fits and epoch > 0
             start = env.now
             self.epoch_start = start
-            yield simpy.AllOf(env, [env.process(self.trainer(r, epoch, cached)) for r in range(out.n_acc)])
+            barrier = _Barrier(env, out.n_acc, out.steps)
+            yield simpy.AllOf(env, [env.process(self.trainer(r, epoch, cached, barrier)) for r in range(out.n_acc)])
             out.epoch_time[epoch] = env.now - start
+
+
+def _cost_factors(rng: np.random.Generator, shape: tuple[int, int, int], cv: float) -> np.ndarray:
+    """A worker's time per batch relative to its mean: gamma(k = 1 / cv^2) with mean 1 (positive, any cv); ones at cv 0."""
+    if cv <= 0.0:
+        return np.ones(shape)
+    k = 1.0 / cv**2
+    return rng.gamma(k, 1.0 / k, shape)
 
 
 def simulate(
@@ -346,15 +385,20 @@ def simulate(
         raise WorkloadConfigError(f"workload: dataset of {dataset_samples} samples is smaller than one batch ({bs}) per accelerator ({n_acc})")
     # sizes of the samples each rank reads (the same files every epoch)
     sizes = sample_sizes(rng, n_acc * steps * bs, cfg.record_length, cfg.record_length_stdev)
-    batch_bytes = sizes.reshape(n_acc, steps, bs).sum(axis=2) * cfg.bytes_read_fraction
-    # the page cache holds what the readers fetched (parquet: the selected columns only)
-    fits = params.page_cache and dataset_bytes * cfg.bytes_read_fraction <= params.page_cache_fraction * system.host.config.memory
+    read = sizes * cfg.bytes_read_fraction
+    if cfg.odirect:  # a sample not a multiple of the block is read whole plus the tail of its last block
+        read = np.ceil(read / ODIRECT_BLOCK_BYTES) * ODIRECT_BLOCK_BYTES
+    batch_bytes = read.reshape(n_acc, steps, bs).sum(axis=2)
+    batch_cost = _cost_factors(rng, (epochs, n_acc, steps), cfg.loader_cost_cv)  # drawn anew each epoch
+    # the page cache holds what the readers fetched (parquet: the selected columns only); O_DIRECT leaves nothing there
+    fits = (params.page_cache and not cfg.odirect
+            and dataset_bytes * cfg.bytes_read_fraction <= params.page_cache_fraction * system.host.config.memory)
     path = _ReadPath(engine, system, params, cfg, n_acc)
     gpus = system.gpus if params.use_gpus else []
     if params.use_gpus and not gpus:
         raise WorkloadConfigError("workload.use_gpus needs GPUs: expected system.gpus.count >= 1, found 0")
     out = DlioRun.empty(cfg, steps, n_acc, epochs, fits, dataset_bytes)
-    training = _Training(env, engine, path, params, out, batch_bytes, gpus, keep_steps)
+    training = _Training(env, engine, path, params, out, batch_bytes, batch_cost, gpus, keep_steps)
     env.process(training.epochs())
     engine.run()
     return out
