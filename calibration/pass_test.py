@@ -25,12 +25,11 @@ with no dirty pages and, except where the mode says, nothing cached:
   together: DLIO folders removed by the caller before a rerun).
 Repeats are interleaved (mode order shuffled within each round, seeded) so machine-load drift cancels.
 
-Run: `python -m calibration.pass_test --target DIR --out BUNDLE.json [--writers 8 --file-MiB 128 --repeats 3]`.
+Run: `iowatt collect passes --target DIR --out BUNDLE.json [--writers 8 --file-MiB 128 --repeats 3]`.
 """
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import multiprocessing as mp
@@ -40,13 +39,17 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 MODES = ("fresh", "overwrite", "overwrite_cached", "filled", "delete_create")
 MAX_TEST_BYTES = 50 * 2**30  # never put more than this on the target (two checkpoints live at once)
+
+
+class PassTestError(Exception):
+    """Bad arguments: the message names the option, what was expected and what was found."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,8 @@ def _prepare(root: Path, mode: str, writers: int, file_bytes: int, buffer_bytes:
     return root / "a", mode == "delete_create"
 
 
-def run(target: Path, writers: int, file_bytes: int, buffer_bytes: int, repeats: int, seed: int, drop: bool = True) -> dict[str, object]:
+def run(target: Path, writers: int, file_bytes: int, buffer_bytes: int, repeats: int, seed: int, drop: bool = True,
+        progress: Callable[[str], None] | None = None) -> dict[str, object]:
     """Every mode `repeats` times, interleaved; `drop`: drop the page cache before each timed save (root only)."""
     root = target / f".iowatt-passes-{os.getpid()}"
     root.mkdir()
@@ -159,7 +163,8 @@ def run(target: Path, writers: int, file_bytes: int, buffer_bytes: int, repeats:
                 dropped = _drop_caches(root) if drop and mode != "overwrite_cached" else False
                 result = _save(folder, writers, file_bytes, buffer_bytes, unlink_first)
                 trials.append({"round": rnd, "mode": mode, "caches_dropped": dropped, **result})
-                print(f"round {rnd} {mode:17s} save {result['save_seconds']:7.2f} s  sync {result['sync_seconds']:7.2f} s", file=sys.stderr)
+                if progress is not None:
+                    progress(f"round {rnd} {mode:17s} save {result['save_seconds']:7.2f} s  sync {result['sync_seconds']:7.2f} s")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {
@@ -196,43 +201,23 @@ def summarise(trials: list[dict[str, object]]) -> dict[str, dict[str, float]]:
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--writers", type=int, default=8)
-    parser.add_argument("--file-MiB", dest="file_MiB", type=int, default=128)
-    parser.add_argument("--buffer-MiB", dest="buffer_MiB", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep-caches", dest="keep_caches", action="store_true", help="do not drop the page cache between saves")
-    args = parser.parse_args(argv)
-    problem = _check(args)
-    if problem:
-        print(f"iowatt pass test: {problem}", file=sys.stderr)
-        return 2
-    bundle = run(args.target, args.writers, args.file_MiB * 2**20, args.buffer_MiB * 2**20, args.repeats, args.seed, drop=not args.keep_caches)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(bundle, indent=1) + "\n")
-    return 0
-
-
-def _check(args: argparse.Namespace) -> str:
-    if not args.target.is_dir():
-        return f"--target: expected an existing folder, found {str(args.target)!r}"
-    if args.out.exists():
-        return f"--out: expected a new file, found an existing {str(args.out)!r}"
-    counts = {"--writers": args.writers, "--file-MiB": args.file_MiB, "--buffer-MiB": args.buffer_MiB, "--repeats": args.repeats}
+def check(target: Path, out: Path, writers: int, file_MiB: int, buffer_MiB: int, repeats: int) -> None:
+    """Raise PassTestError naming the first bad argument; nothing is written before this passes."""
+    if not target.is_dir():
+        raise PassTestError(f"--target: expected an existing folder, found {str(target)!r}")
+    if out.exists():
+        raise PassTestError(f"--out: expected a new file, found an existing {str(out)!r}")
+    counts = {"--writers": writers, "--file-MiB": file_MiB, "--buffer-MiB": buffer_MiB, "--repeats": repeats}
     for flag, value in counts.items():
         if value < 1:
-            return f"{flag}: expected a positive integer, found {value}"
-    need = 2 * args.writers * args.file_MiB * 2**20
-    free = shutil.disk_usage(args.target).free
+            raise PassTestError(f"{flag}: expected a positive integer, found {value}")
+    need = 2 * writers * file_MiB * 2**20
+    free = shutil.disk_usage(target).free
     if need > MAX_TEST_BYTES or need > free // 2:
-        return (f"--writers x --file-MiB: expected two checkpoints to fit in 50 GiB and half the free space "
-                f"({free / 2**30:.0f} GiB free), found {need / 2**30:.1f} GiB")
-    return ""
+        raise PassTestError(f"--writers x --file-MiB: expected two checkpoints to fit in 50 GiB and half the free space "
+                            f"({free / 2**30:.0f} GiB free), found {need / 2**30:.1f} GiB")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def write_bundle(out: Path, bundle: dict[str, object]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(bundle, indent=1) + "\n")

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from iowatt.calibration import pass_test
+from typer.testing import CliRunner
 
-from calibration import pass_test
+from iowatt.cli import app
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "passes"
 PHASES = ("open_seconds", "truncate_seconds", "write_seconds", "close_seconds", "unlink_seconds")
@@ -18,21 +20,21 @@ PHASES = ("open_seconds", "truncate_seconds", "write_seconds", "close_seconds", 
     [(["--writers", "0"], "--writers"), (["--file-MiB", "-1"], "--file-MiB"), (["--repeats", "0"], "--repeats"),
      (["--file-MiB", "40000"], "--writers x --file-MiB")],
 )
-def test_bad_input_names_the_field_exits_2_and_writes_nothing(tmp_path, capsys, args, field):
+def test_bad_input_names_the_field_exits_2_and_writes_nothing(tmp_path, args, field):
     out = tmp_path / "bundle.json"
-    assert pass_test.main(["--target", str(tmp_path), "--out", str(out), *args]) == 2
-    err = capsys.readouterr().err
-    assert field in err and "expected" in err and "found" in err
+    result = CliRunner().invoke(app, ["collect", "passes", "--target", str(tmp_path), "--out", str(out), *args])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert field in result.output and "expected" in result.output and "found" in result.output
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_a_missing_target_or_an_existing_bundle_is_refused(tmp_path, capsys):
-    assert pass_test.main(["--target", str(tmp_path / "nope"), "--out", str(tmp_path / "b.json")]) == 2
-    assert "--target" in capsys.readouterr().err
+def test_a_missing_target_or_an_existing_bundle_is_refused(tmp_path):
+    missing = CliRunner().invoke(app, ["collect", "passes", "--target", str(tmp_path / "nope"), "--out", str(tmp_path / "b.json")])
+    assert missing.exit_code == 2 and "--target" in missing.output
     existing = tmp_path / "b.json"
     existing.write_text("{}")
-    assert pass_test.main(["--target", str(tmp_path), "--out", str(existing)]) == 2
-    assert "--out" in capsys.readouterr().err and existing.read_text() == "{}"
+    again = CliRunner().invoke(app, ["collect", "passes", "--target", str(tmp_path), "--out", str(existing)])
+    assert again.exit_code == 2 and "--out" in again.output and existing.read_text() == "{}"
 
 
 def test_a_small_run_records_every_mode_and_phase_and_leaves_nothing_behind(tmp_path):
