@@ -103,6 +103,8 @@ def _entry_fields(base: Any, base_name: str, bundle_path: str, manifest: Any, re
             wrapped["src"] = prov.src
         why = result.not_informed.get(key, "not a parameter of the fio fit")
         wrapped["note"] = "; ".join(x for x in (prov.note, f"base {base_name} value, not informed by {bundle_path}: {why}") if x)
+        if prov.low is not None:  # the base's range stays with its value (an assumed value must carry one to load)
+            wrapped.update(low=prov.low, high=prov.high, shape=prov.shape, range_note=prov.range_note)
         fields[key] = wrapped
     fields["writes_queue"] = {
         "v": bool(result.writes_queue),

@@ -10,6 +10,7 @@ import typer
 
 from iowatt.app import App, OutputOption
 from iowatt.errors import UserError, user_errors
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption
 
 if TYPE_CHECKING:
     from iowatt.scenarios.schema import ScenarioBase
@@ -92,6 +93,11 @@ def run(
         str, typer.Option("--mode", help="fluid (flows, the default) or per-request (one event per request: fio's latency "
                           "percentiles and histogram; fio, gds_read and the GNN feature aggregation)."),
     ] = "fluid",
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 32,
+    level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="With --uncertainty: worker processes (default: all cores; 0: this process).")] = None,
 ) -> None:
     """Run one scenario and print its metrics and energy (--format dlio -o DIR: DLIO's summary.json and per_epoch_stats.json)."""
     from iowatt.output import choose_format, write_text
@@ -115,6 +121,16 @@ def run(
 
     for note in notes(loaded):
         print(f"note: {note}", file=sys.stderr)
+    if uncertainty:
+        from iowatt.uncertainty_options import settings
+
+        chosen_settings = settings(samples, level, method)
+        if mode != "fluid":
+            raise UserError("--uncertainty: samples the fluid model only; leave out --mode per-request")
+    elif loaded.user_ranges:
+        given = ", ".join(f"{r.path}={r.text}" for r in loaded.user_ranges)
+        print(f"note: {given}: given as a range; this run uses each range's median (add --uncertainty for an interval)",
+              file=sys.stderr)
     if dry_run:
         _dry_run(loaded, fmt, output)
         return
@@ -123,10 +139,21 @@ def run(
         raise UserError("--format dlio writes summary.json and per_epoch_stats.json: give -o DIR")
     if mode not in ("fluid", "per-request"):
         raise typer.BadParameter(f"expected fluid or per-request, found {mode!r}", param_hint="--mode")
+    from iowatt.models.uncertainty import recording_reads
     from iowatt.output import serialize, tables
     from iowatt.scenarios.run import run_scenario
 
-    document, sim = run_scenario(loaded, mode=mode)  # type: ignore[arg-type]
+    with recording_reads() as reads:
+        document, sim = run_scenario(loaded, mode=mode)  # type: ignore[arg-type]
+    if uncertainty:
+        from iowatt.scenarios.executors import open_executor
+        from iowatt.scenarios.uncertainty import propagate, summarise
+
+        with open_executor(jobs) as executor:
+            propagation = propagate([loaded], chosen_settings, executor, baseline=[document], reads=[reads])
+        document["uncertainty"] = summarise(propagation).as_dict()
+        for failure in propagation.failures[:5]:
+            print(f"warning: a sample failed: {failure}", file=sys.stderr)
     if timing and mode == "per-request":
         print(f"per-request: {sim.wall_seconds * 1e3:.2f} ms wall, {sim.engine['requests']} requests, {sim.engine['events']} events",
               file=sys.stderr)
@@ -149,10 +176,23 @@ def run(
     elif chosen == "json":
         text = serialize.to_json(document)
     elif chosen == "csv":
-        text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"]}])
+        text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"], **_interval_columns(document)}])
     else:
         text = tables.render(tables.result_tables(document))
     write_text(text, output)
+    if uncertainty and propagation.too_many_failed:
+        print(f"error: {propagation.failed} of {propagation.runs} sampled runs failed "
+              f"(more than {chosen_settings.max_failed_share:.0%}); the interval is not trustworthy", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+def _interval_columns(document: dict[str, object]) -> dict[str, float]:
+    """METRIC_low / METRIC_high columns for a CSV row, where the run sampled its uncertainty."""
+    block = document.get("uncertainty")
+    metrics = block.get("metrics") if isinstance(block, dict) else None
+    if not isinstance(metrics, dict):
+        return {}
+    return {f"{name}_{end}": value[end] for name, value in metrics.items() for end in ("low", "high")}
 
 
 def _dry_run(loaded: ScenarioBase, fmt: str | None, output: Path | None) -> None:

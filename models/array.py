@@ -280,22 +280,13 @@ def rebuild_reads(level: int, drives: int, failed: int) -> tuple[float, ...]:
 # ---------------------------------------------------------------------------- md software RAID on the host
 
 
-# Host CPU per device I/O of a software array (Linux md): the bio is split at chunk boundaries, cloned and
-# remapped to its member (raid0/1/10 map; raid5's chunk-aligned read bypasses the stripe cache,
-# drivers/md/raid5.c raid5_read_one_chunk), and its completion is chained back.  Assumed 2 us of a
-# reference core: one block-layer submission + completion costs ~1 us per I/O on a modern core (a core
-# drives ~1 M IOPS through io_uring/NVMe in Axboe's published io_uring figures), and md's clone, remap and
-# end_io are about as much again.  Not measured here; it binds only beyond ~500 k device I/Os per core.
-MD_CPU_S_PER_DEVICE_IO = 2e-6
-# Parity is computed with the kernel's SIMD routines, whose speed the kernel measures at boot
-# ("xor: using function: avx (... MB/sec)", "raid6: avx2x4 gen() ... MB/s" in dmesg; lib/raid6, crypto/xor.c).
-# Assumed 20 GB/s per reference core for one parity (P or Q): AVX2 XOR of cached data runs at tens of GB/s,
-# the Q syndrome at about half; a write pass touches every data byte once per parity.
-MD_PARITY_BYTES_PER_CPU_S = 20e9
+# The md layer's CPU costs are scenario fields with ranges (simulator.storage.kinds.raid: md_cpu_us_per_device_io,
+# md_parity_GBps_per_core), since nobody measured them on the studies' servers.
 
 
-def md_cpu_seconds_per_byte(level: int, drives: int, op: Op, request_bytes: float, device_ios: float) -> float:
-    """Reference-core seconds md spends per host byte: per device I/O, plus one SIMD pass per parity for
-    writes to RAID 5/6 (reconstructing degraded reads is left out)."""
+def md_cpu_seconds_per_byte(level: int, drives: int, op: Op, request_bytes: float, device_ios: float,
+                            cpu_s_per_device_io: float, parity_bytes_per_cpu_s: float) -> float:
+    """Reference-core seconds md spends per host byte: per device I/O (bio split, clone, remap, completion), plus
+    one SIMD pass per parity for writes to RAID 5/6 (reconstructing degraded reads is left out)."""
     parity = parity_drives(level, drives) if op == "write" else 0
-    return MD_CPU_S_PER_DEVICE_IO * device_ios / request_bytes + parity / MD_PARITY_BYTES_PER_CPU_S
+    return cpu_s_per_device_io * device_ios / request_bytes + parity / parity_bytes_per_cpu_s

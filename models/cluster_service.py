@@ -39,8 +39,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from iowatt.models.fabric import PROTOCOLS, TCP_CPU_S_PER_BYTE
+from iowatt.models.fabric import protocol_cost
 from iowatt.models.links import LinkSpec
+from iowatt.models.uncertainty import assumed_constant, constant
 from pydantic import BaseModel, ConfigDict, Field
 
 Op = Literal["read", "write"]
@@ -74,37 +75,56 @@ DRIVE_READ_S_PER_BYTE = _per_reference_core(0.32641e-9)
 DRIVE_WRITE_OP_S = _per_reference_core(6.880e-6)
 DRIVE_WRITE_S_PER_BYTE = _per_reference_core(0.76638e-9)
 # Compute processes: not bound in any WEKA row, which only bounds them (4 KiB read <= 22 us,
-# 4 KiB write <= 73 us, 1 MiB write <= 2.5 ms per request per core).  Assumed: 5 us per request
-# (metadata lookup and RPC dispatch in user space, no system calls), 0.1 ns per byte handled
-# (one copy at ~10 GB/s per core, the memcpy rate models.fabric's TCP cost rests on); the code
-# itself is ERASURE_S_PER_BYTE_PER_PARITY.
-COMPUTE_OP_S = 5e-6
-COMPUTE_S_PER_BYTE = 0.1e-9
-# Reed-Solomon coding per data byte and parity chunk: Intel ISA-L encodes at several GB/s of data
-# per core with AVX2/AVX-512 for small m; assumed 5 GB/s per parity (m = 2 -> 2.5 GB/s per core).
-# Decoding a lost chunk costs the same per input byte.
-ERASURE_S_PER_BYTE_PER_PARITY = 0.2e-9
-
-# One-way network hop of the user-space (DPDK) data path, switch and protocol processing included:
-# assumed 13 us.  The WEKA QD1 rows (4 KiB read 144.76 us, write 107.12 us) less the stations' service
-# (frontend 10.6/15.8 us, compute 6.5 us, drive process 11.0/10.0 us on those cores) leave 116 us for
-# a read's 3 hops + NAND read and 75 us for a write's 4 hops + the SSD's buffered write; with the
-# ~80 us NAND read and ~15 us buffered write of the Gen3 TLC class, 10-16 us per hop.
-DPDK_HOP_S = 13e-6
-# Kernel clients (WEKA's UDP mode, NFS): the kernel network stack on the client's side of a hop,
-# half of models.fabric's assumed 60 us NFS/TCP round trip; per request and per byte the client's
-# own CPU pays NFS/TCP's client costs (models.fabric, assumed there).
-KERNEL_HOP_S = PROTOCOLS["nfs-tcp"].latency_s / 2.0
-KERNEL_OP_S = PROTOCOLS["nfs-tcp"].client_cpu_s_per_op
-KERNEL_S_PER_BYTE = TCP_CPU_S_PER_BYTE
+# 4 KiB write <= 73 us, 1 MiB write <= 2.5 ms per request per core); the code itself is ERASURE below.
+COMPUTE_OP = assumed_constant(
+    "models.cluster_service.compute_seconds_per_op", 5e-6, low=2e-6, high=12.5e-6, shape="log-uniform",
+    note="metadata lookup and RPC dispatch in user space, no system calls: 5 us per request of a reference core",
+    range_note="low: a polled user-space RPC dispatch, ~2 us; high: 12.5 us, a dispatch that also takes a system "
+    "call or two (the WEKA 4 KiB read row bounds it at 22 us per request per core, module docstring)")
+COMPUTE_PER_BYTE = assumed_constant(
+    "models.cluster_service.compute_seconds_per_byte", 0.1e-9, low=0.05e-9, high=0.2e-9, shape="log-uniform",
+    note="one copy of each byte handled at ~10 GB/s per core, the memcpy rate models.fabric's TCP cost rests on",
+    range_note="low: a streaming copy at ~20 GB/s per core (AVX-512, cache-resident); high: ~5 GB/s per core, a copy "
+    "that misses the caches on a loaded socket")
+# Reed-Solomon coding per data byte and parity chunk; decoding a lost chunk costs the same per input byte.
+ERASURE_PER_BYTE_PER_PARITY = assumed_constant(
+    "models.cluster_service.erasure_seconds_per_byte_per_parity", 0.2e-9, low=0.1e-9, high=0.5e-9, shape="log-uniform",
+    note="Intel ISA-L encodes at several GB/s of data per core with AVX2/AVX-512 for small m: 5 GB/s per parity "
+    "(m = 2 -> 2.5 GB/s per core)",
+    range_note="low: 10 GB/s per parity, ISA-L's AVX-512 GFNI class for small m; high: 2 GB/s per parity, AVX2 on an "
+    "older core or a library without ISA-L's table-lookup kernels")
+# One-way network hop of the user-space (DPDK) data path, switch and protocol processing included.  The WEKA QD1
+# rows (4 KiB read 144.76 us, write 107.12 us) less the stations' service (frontend 10.6/15.8 us, compute 6.5 us,
+# drive process 11.0/10.0 us on those cores) leave 116 us for a read's 3 hops + NAND read and 75 us for a write's 4
+# hops + the SSD's buffered write; with the ~80 us NAND read and ~15 us buffered write of the Gen3 TLC class,
+# 10-16 us per hop.
+DPDK_HOP = assumed_constant(
+    "models.cluster_service.dpdk_hop_seconds", 13e-6, low=8e-6, high=20e-6,
+    note="13 us: the middle of the 10-16 us per hop the WEKA QD1 rows leave (comment above)",
+    range_note="low: the write row with a 40 us buffered write, (75 - 40) / 4 = 8.8 us per hop; high: the write row's "
+    "75 us over its 4 hops with nothing left for the buffered write, 18.8 us, or the read row with a 60 us NAND read, "
+    "(116 - 60) / 3 = 18.7 us")
+# Kernel clients (WEKA's UDP mode, NFS): the kernel network stack on the client's side of a hop is half of
+# models.fabric's NFS/TCP round trip; per request and per byte the client's own CPU pays NFS/TCP's client costs
+# (both read from models.fabric's constants when used).
 # FUSE: the kernel hands requests of at most 32 pages = 128 KiB to the user-space daemon (the Linux
 # default max_pages, and the fixed size before 4.20: mergerfs "fuse_msg_size" docs); each such request
-# crosses user/kernel twice more and copies its data once more: assumed 5 us of CPU and 10 us of latency
-# per FUSE request (two context switches of a few us each), 0.1 ns per byte copied.
+# crosses user/kernel twice more and copies its data once more.
 FUSE_MAX_REQUEST_BYTES = 128 * 1024.0
-FUSE_OP_S = 5e-6
-FUSE_LATENCY_S = 10e-6
-FUSE_S_PER_BYTE = 0.1e-9
+FUSE_OP = assumed_constant(
+    "models.cluster_service.fuse_cpu_seconds_per_request", 5e-6, low=2e-6, high=15e-6, shape="log-uniform",
+    note="two more user/kernel crossings and context switches per FUSE request, a few us of CPU",
+    range_note="low: two context switches on a current core (~1 us each); high: a daemon woken on another core "
+    "with its queue lock contended")
+FUSE_LATENCY = assumed_constant(
+    "models.cluster_service.fuse_latency_seconds_per_request", 10e-6, low=5e-6, high=20e-6, shape="log-uniform",
+    note="the round trip kernel -> daemon -> kernel of one FUSE request: two context switches of a few us each",
+    range_note="low: two switches of ~2.5 us with the daemon spinning; high: a sleeping daemon's wake-up on "
+    "another core, ~10 us each way")
+FUSE_PER_BYTE = assumed_constant(
+    "models.cluster_service.fuse_cpu_seconds_per_byte", 0.1e-9, low=0.05e-9, high=0.2e-9, shape="log-uniform",
+    note="one more copy of each byte, ~10 GB/s per core (the compute processes' copy rate)",
+    range_note="as compute_seconds_per_byte: a copy at 20 GB/s to 5 GB/s per core")
 # RDMA data path of the WEKA client: used for reads of 32 KB and more and writes of 256 KB and more
 # (docs.weka.io "WEKA networking", RDMA and GPUDirect Storage); the data is placed by the NIC, so
 # the frontend pays no per-byte cost for those.
@@ -135,7 +155,20 @@ def rates(read_op_s: float, read_s_per_byte: float, write_op_s: float, write_s_p
 
 FRONTEND_RATES = rates(FRONTEND_READ_OP_S, FRONTEND_READ_S_PER_BYTE, FRONTEND_WRITE_OP_S, FRONTEND_WRITE_S_PER_BYTE)
 DRIVE_RATES = rates(DRIVE_READ_OP_S, DRIVE_READ_S_PER_BYTE, DRIVE_WRITE_OP_S, DRIVE_WRITE_S_PER_BYTE)
-COMPUTE_RATES = rates(COMPUTE_OP_S, COMPUTE_S_PER_BYTE, COMPUTE_OP_S, COMPUTE_S_PER_BYTE)
+
+
+def compute_rates() -> CoreRates:
+    """The compute processes' assumed per-core rates, read from their constants when a volume is built."""
+    op, per_byte = constant(COMPUTE_OP.name), constant(COMPUTE_PER_BYTE.name)
+    return rates(op, per_byte, op, per_byte)
+
+
+def erasure_seconds_per_byte_per_parity() -> float:
+    return constant(ERASURE_PER_BYTE_PER_PARITY.name)
+
+
+def dpdk_hop_s() -> float:
+    return constant(DPDK_HOP.name)
 
 
 def drive_processes(ssds: int) -> int:
@@ -169,7 +202,7 @@ def client_request_split(stack: ClientStack, block_bytes: float) -> float:
 
 
 def client_hop_s(stack: ClientStack) -> float:
-    return DPDK_HOP_S if stack == "dpdk" else KERNEL_HOP_S
+    return dpdk_hop_s() if stack == "dpdk" else protocol_cost("nfs-tcp").latency_s / 2.0
 
 
 def host_cpu_s(stack: ClientStack, block_bytes: float) -> float:
@@ -177,15 +210,16 @@ def host_cpu_s(stack: ClientStack, block_bytes: float) -> float:
     dedicated frontend cores do the work)."""
     if stack == "dpdk":
         return 0.0
-    cpu = KERNEL_OP_S + block_bytes * KERNEL_S_PER_BYTE
+    kernel = protocol_cost("nfs-tcp")
+    cpu = kernel.client_cpu_s_per_op + block_bytes * kernel.client_cpu_s_per_byte
     if stack == "fuse":
-        cpu += client_request_split(stack, block_bytes) * FUSE_OP_S + block_bytes * FUSE_S_PER_BYTE
+        cpu += client_request_split(stack, block_bytes) * constant(FUSE_OP.name) + block_bytes * constant(FUSE_PER_BYTE.name)
     return cpu
 
 
 def stack_latency_s(stack: ClientStack, block_bytes: float) -> float:
     """Latency a request spends in the client's stack beyond its hops (FUSE's round trips to the daemon)."""
-    return client_request_split(stack, block_bytes) * FUSE_LATENCY_S if stack == "fuse" else 0.0
+    return client_request_split(stack, block_bytes) * constant(FUSE_LATENCY.name) if stack == "fuse" else 0.0
 
 
 def frontend_bytes(op: Op, block_bytes: float, rdma: bool) -> float:

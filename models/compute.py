@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from iowatt.models.links import LinkSpec
 from iowatt.models.provenance import Provenance
+from iowatt.models.uncertainty import assumed_constant_of, constant
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DRAM_BACKGROUND_W_PER_GB = 0.065
@@ -38,16 +39,37 @@ PROVENANCE: dict[str, Provenance] = {
         p="assumed", src="C02",
         note="ServeTheHome on Genoa: 24 DDR5 DIMMs use over 100 W (C02), over 4.2 W per DIMM; with the 64 GB RDIMMs of "
         "such servers that is ~0.065 W per GB installed",
+        low=0.03, high=0.13, shape="log-uniform",
+        range_note="low: ~2 W per 64 GB RDIMM, half of C02's per-DIMM figure, a DDR5 DIMM idling in power-down "
+        "between accesses; high: C02's 4.2 W per DIMM on 32 GB RDIMMs, the smaller DIMMs such servers also ship with",
     ),
     "DRAM_J_PER_BYTE": Provenance(
         p="assumed",
         note="DDR4/DDR5 read and write energy of the DRAM devices and I/O is ~15-25 pJ per bit moved; 20 pJ/bit = 0.16 nJ per byte",
+        low=1.2e-10, high=2.4e-10,
+        range_note="low: 15 pJ/bit, the note's low end (row-buffer hits, streaming DMA); high: 30 pJ/bit, its high end "
+        "with the row activations of scattered accesses added",
     ),
     "NIC_W": Provenance(
         p="assumed",
         note="a dual-port 100-200 GbE or InfiniBand adapter (ConnectX-6/7 class) draws ~15-25 W with optics; 20 W per adapter",
+        low=15.0, high=25.0,
+        range_note="the note's ~15-25 W: low, a dual-port card on copper cables; high, the same with active optics",
     ),
 }
+DRAM_BACKGROUND = assumed_constant_of("models.compute.dram_background_W_per_GB", DRAM_BACKGROUND_W_PER_GB,
+                                      PROVENANCE["DRAM_BACKGROUND_W_PER_GB"])
+DRAM_ACCESS = assumed_constant_of("models.compute.dram_J_per_byte", DRAM_J_PER_BYTE, PROVENANCE["DRAM_J_PER_BYTE"])
+NIC = assumed_constant_of("models.compute.nic_W_per_adapter", NIC_W, PROVENANCE["NIC_W"])
+
+
+def dram_J_per_byte() -> float:
+    """DRAM access energy per byte moved in this run (the assumed constant, or a sampler's draw)."""
+    return constant(DRAM_ACCESS.name)
+
+
+def nic_W_per_adapter() -> float:
+    return constant(NIC.name)
 
 
 class DlioStep(BaseModel):
@@ -134,4 +156,4 @@ def dram_W(installed_bytes: float, moved_Bps: float) -> float:
     """DRAM power: background per GB installed plus access energy per byte moved."""
     if installed_bytes < 0.0 or moved_Bps < 0.0:
         raise ValueError(f"DRAM bytes and traffic must be >= 0, found {installed_bytes!r}, {moved_Bps!r}")
-    return DRAM_BACKGROUND_W_PER_GB * installed_bytes / 1e9 + DRAM_J_PER_BYTE * moved_Bps
+    return constant(DRAM_BACKGROUND.name) * installed_bytes / 1e9 + dram_J_per_byte() * moved_Bps

@@ -54,6 +54,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from iowatt.models.array import partial_write
+from iowatt.models.uncertainty import assumed_constant, constant
 
 Op = Literal["read", "write"]
 Pattern = Literal["seq", "rand"]
@@ -66,9 +67,13 @@ STRIPE_UNIT_BYTES = 4096.0
 # Metadata logged per write: one extent pointer of 20 B (docs.weka.io planning: 20 bytes of
 # memory per metadata unit) written on m + 1 nodes; batched into pages, so it costs bytes, not I/Os.
 METADATA_BYTES_PER_WRITE = 20.0
-# I/O size of the destage (journal read back, full stripes written): assumed 1 MiB, the size a
-# log-structured destage gathers before it writes (WEKA and DAOS do not publish theirs).
-DESTAGE_IO_BYTES = 2.0**20
+# I/O size of the destage (journal read back, full stripes written).
+DESTAGE_IO = assumed_constant(
+    "models.erasure.destage_io_bytes", 2.0**20, low=2.0**18, high=2.0**22, shape="log-uniform",
+    note="1 MiB, the size a log-structured destage gathers before it writes (WEKA and DAOS do not publish theirs)",
+    range_note="low: 256 KiB, a 4+2 stripe of 64 KiB chunks (one full stripe per destage I/O); high: 4 MiB, the "
+    "object size Ceph's RBD and CephFS stripe data into (docs.ceph.com, striping), the largest unit such systems "
+    "write as one")
 PAGE_BYTES = 4096.0
 
 
@@ -230,8 +235,9 @@ def _partial_write(layout: Layout, b: float) -> RequestWork:
         return _rmw(layout, b, touched, chunk)
     # journal: the partial stripe (t chunks + m parities of them) now; read back and striped later
     writes = _degraded(layout, Pieces(touched + m, b + m * chunk))
-    later_reads = Pieces(b / DESTAGE_IO_BYTES, b)
-    later_writes = _degraded(layout, Pieces(write_expansion(k, m) * b / max(u, DESTAGE_IO_BYTES / k), write_expansion(k, m) * b))
+    destage = constant(DESTAGE_IO.name)
+    later_reads = Pieces(b / destage, b)
+    later_writes = _degraded(layout, Pieces(write_expansion(k, m) * b / max(u, destage / k), write_expansion(k, m) * b))
     client_hops, node_hops = _hops(layout, 1)
     work = RequestWork(writes=writes, background_reads=later_reads, background_writes=later_writes,
                        fan_out=min(writes.ios, layout.alive), coded_bytes=b, background_coded_bytes=b,

@@ -12,11 +12,13 @@ framing per transport).  A storage protocol adds, per request:
 
 No measurement of these at 100-400 Gb/s is in the collected sources (docs/sources.md;
 links.infiniband.achieved_payload and links.ethernet.measured are null), so every
-protocol constant below is `assumed`, with its reasoning next to it.
+protocol constant below is `assumed` (models.uncertainty.assumed_constant), with its
+reasoning and its range next to it; a protocol's costs are read when it is used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,6 +31,7 @@ from iowatt.models.links import (
     link_payload_Bps,
     protocol_efficiency,
 )
+from iowatt.models.uncertainty import assumed_constant, constant
 
 FabricName = Literal["ib-edr", "ib-hdr", "ib-ndr", "100gbe", "200gbe", "400gbe"]
 FABRICS: tuple[str, ...] = ("ib-edr", "ib-hdr", "ib-ndr", "100gbe", "200gbe", "400gbe")
@@ -88,36 +91,136 @@ class ProtocolCost:
 
 
 # Per-byte CPU of TCP: one copy per byte per side (socket buffer <-> page cache) plus
-# checksum/segmentation that NIC offloads (TSO/GRO) mostly remove.  Assumed 0.25 ns/B
-# per side, i.e. one core moves ~4 GB/s: a single TCP stream with offloads saturates a
-# core at 30-40 Gb/s, and the copy alone runs at ~10 GB/s per core.  (The old "1 Hz
-# per bit/s" rule of Foong et al., ISPASS 2003, predates offloads and would give 3 ns/B.)
-TCP_CPU_S_PER_BYTE = 0.25e-9
+# checksum/segmentation that NIC offloads (TSO/GRO) mostly remove.
+TCP_CPU = assumed_constant(
+    "models.fabric.tcp_cpu_seconds_per_byte", 0.25e-9, low=0.1e-9, high=0.6e-9, shape="log-uniform",
+    note="0.25 ns/B per side, one core moves ~4 GB/s: a single TCP stream with offloads saturates a core at 30-40 Gb/s, "
+    "and the copy alone runs at ~10 GB/s per core",
+    range_note="low: the copy alone, ~10 GB/s per core (0.1 ns/B); high: ~1.7 GB/s per core, a stack without TSO/GRO "
+    "at a 1500-B MTU, per-segment work on top of the copy (the pre-offload rule of Foong et al., ISPASS 2003, '1 Hz per bit/s', gives 3 ns/B, "
+    "an upper bound offloads have since cut)")
 # RDMA places data directly in registered memory (RFC 5532 sect. 4): no per-byte CPU.
 RDMA_CPU_S_PER_BYTE = 0.0
 
-PROTOCOLS: dict[str, ProtocolCost] = {
-    # NFSv4.2 over TCP.  Header: RPC record mark 4 + RPC reply header ~28 (RFC 5531) +
-    # COMPOUND with SEQUENCE, PUTFH, READ/WRITE results ~150 B in XDR (RFC 7862/8881):
-    # ~200 B assumed.  Latency 60 us assumed: kernel TCP stack on both ends (~15 us
-    # each) plus nfsd dispatch; NVMe/TCP, a thinner protocol, is quoted at ~40 us of
-    # fabric RTT (datastoragereport.com, NVMe-oF) and 80-100 us above RDMA in early
-    # implementations (blocksandfiles.com 2022-05-03).  Per-op CPU 10 us server
-    # (nfsd thread wakeup, VFS, RPC reply) and 5 us client: assumed.
-    "nfs-tcp": ProtocolCost("nfs-tcp", 200.0, 60e-6, TCP_CPU_S_PER_BYTE, 10e-6, TCP_CPU_S_PER_BYTE, 5e-6),
-    # NFSv4.2 over RPC/RDMA (RFC 8166): the same RPC header plus a ~28-B RPC-over-RDMA
-    # header and chunk lists; the data moves by RDMA Write/Read.  Latency 20 us
-    # assumed: NVMe-oF over RDMA measures 20-30 us end to end (datacore.com, NVMe-oF)
-    # and NFS adds VFS work on the server but no copies.  Per-op CPU 5 us server,
-    # 2 us client: assumed (RPC dispatch and memory registration, no data copy).
-    "nfs-rdma": ProtocolCost("nfs-rdma", 250.0, 20e-6, RDMA_CPU_S_PER_BYTE, 5e-6, RDMA_CPU_S_PER_BYTE, 2e-6),
-    # NVMe-oF: 64-B command capsule + 16-B completion (NVMe-oF 1.1 spec sizes), plus an
-    # 8-B PDU header each way on TCP.  RDMA target latency ~10 us: the design goal of
-    # NVMe-oF is < 10 us added over local NVMe; TCP ~40 us (datastoragereport.com).
-    # Per-op CPU: 1 us (RDMA target, SPDK-class) / 3 us (TCP); assumed.
-    "nvmeof-tcp": ProtocolCost("nvmeof-tcp", 96.0, 40e-6, TCP_CPU_S_PER_BYTE, 3e-6, TCP_CPU_S_PER_BYTE, 3e-6),
-    "nvmeof-rdma": ProtocolCost("nvmeof-rdma", 80.0, 10e-6, RDMA_CPU_S_PER_BYTE, 1e-6, RDMA_CPU_S_PER_BYTE, 1e-6),
+
+def _protocol_constant(protocol: str, what: str, value: float, low: float, high: float, note: str, range_note: str) -> str:
+    """Declare one assumed figure of a protocol; returns the name it is read by."""
+    name = f"models.fabric.{protocol.replace('-', '_')}_{what}"
+    assumed_constant(name, value, low=low, high=high, shape="log-uniform", note=note, range_note=range_note)
+    return name
+
+
+_US = 1e-6
+# Per protocol: (header bytes, round-trip latency, server CPU per op, client CPU per op, CPU per byte): the names of
+# the constants, declared with their reasoning.
+_PROTOCOL_CONSTANTS: dict[str, tuple[str | float, str, str, str, bool]] = {
+    # NFSv4.2 over TCP.  Header: RPC record mark 4 + RPC reply header ~28 (RFC 5531) + COMPOUND with SEQUENCE,
+    # PUTFH, READ/WRITE results ~150 B in XDR (RFC 7862/8881).
+    "nfs-tcp": (
+        _protocol_constant(
+            "nfs-tcp", "header_bytes", 200.0, 120.0, 320.0,
+            "~200 B: RPC record mark 4 + RPC reply header ~28 (RFC 5531) + a COMPOUND of SEQUENCE, PUTFH and "
+            "READ/WRITE results ~150 B in XDR (RFC 7862/8881)",
+            "low: record mark + RPC header + the three ops' fixed XDR fields with a short file handle (~120 B); "
+            "high: the largest NFSv4 file handle (128 B, RFC 8881) and a GETATTR in the COMPOUND (~320 B)"),
+        _protocol_constant(
+            "nfs-tcp", "latency_seconds", 60 * _US, 30 * _US, 120 * _US,
+            "kernel TCP stack on both ends (~15 us each) plus nfsd dispatch",
+            "low: the two kernel TCP stacks alone (~15 us each) with nfsd's dispatch overlapped; NVMe/TCP, a thinner "
+            "protocol, is quoted at ~40 us (datastoragereport.com, NVMe-oF); high: 80-100 us above RDMA in early NVMe/TCP implementations (blocksandfiles.com "
+            "2022-05-03) plus nfsd's VFS work"),
+        _protocol_constant(
+            "nfs-tcp", "server_cpu_seconds_per_op", 10 * _US, 5 * _US, 20 * _US,
+            "nfsd thread wakeup, VFS, RPC reply",
+            "low: two context switches and a VFS call (~5 us); high: twice the value, a wake-up across sockets and "
+            "an uncached file-handle lookup"),
+        _protocol_constant(
+            "nfs-tcp", "client_cpu_seconds_per_op", 5 * _US, 2 * _US, 10 * _US,
+            "the client's RPC marshalling, system call and completion wake-up",
+            "low: one system call and one wake-up (~2 us); high: the server's per-op cost"),
+        True),
+    # NFSv4.2 over RPC/RDMA (RFC 8166): the same RPC header plus a ~28-B RPC-over-RDMA header and chunk lists.
+    "nfs-rdma": (
+        _protocol_constant(
+            "nfs-rdma", "header_bytes", 250.0, 170.0, 400.0,
+            "the NFS/TCP header plus a ~28-B RPC-over-RDMA header and chunk lists (RFC 8166)",
+            "low: the TCP case's low plus the RPC-over-RDMA header and one chunk segment (16 B); high: the TCP "
+            "case's high plus a write list of several segments"),
+        _protocol_constant(
+            "nfs-rdma", "latency_seconds", 20 * _US, 10 * _US, 40 * _US,
+            "NVMe-oF over RDMA measures 20-30 us end to end (datacore.com, NVMe-oF) and NFS adds VFS work on the "
+            "server but no copies",
+            "low: NVMe-oF/RDMA's design goal, < 10 us over local (nvmexpress.org); high: twice the value, an "
+            "untuned server with interrupt moderation on"),
+        _protocol_constant(
+            "nfs-rdma", "server_cpu_seconds_per_op", 5 * _US, 2 * _US, 10 * _US,
+            "RPC dispatch and memory registration, no data copy",
+            "low: an SPDK-class user-space target's few us; high: the NFS/TCP server's per-op cost (no less work)"),
+        _protocol_constant(
+            "nfs-rdma", "client_cpu_seconds_per_op", 2 * _US, 1 * _US, 5 * _US,
+            "RPC dispatch and memory registration on the client, no data copy",
+            "low: one completion (~1 us); high: the NFS/TCP client's per-op cost"),
+        False),
+    # NVMe-oF: 64-B command capsule + 16-B completion (NVMe-oF 1.1 spec sizes), plus an 8-B PDU header each way
+    # on TCP: spec arithmetic, not assumed.
+    "nvmeof-tcp": (
+        96.0,
+        _protocol_constant(
+            "nvmeof-tcp", "latency_seconds", 40 * _US, 20 * _US, 100 * _US,
+            "NVMe/TCP is quoted at ~40 us of fabric round trip (datastoragereport.com, NVMe-oF)",
+            "low: twice NVMe/RDMA's 10 us (one kernel TCP stack per side); high: 80-100 us above RDMA in early "
+            "implementations (blocksandfiles.com 2022-05-03)"),
+        _protocol_constant(
+            "nvmeof-tcp", "server_cpu_seconds_per_op", 3 * _US, 1 * _US, 8 * _US,
+            "an NVMe/TCP target's PDU handling and submission, no file system",
+            "low: an SPDK user-space target (~1 us); high: a kernel target with one wake-up per PDU"),
+        _protocol_constant(
+            "nvmeof-tcp", "client_cpu_seconds_per_op", 3 * _US, 1 * _US, 8 * _US,
+            "the host driver's PDU build and completion",
+            "as the server's: SPDK initiator (~1 us) to a kernel initiator with one wake-up per PDU"),
+        True),
+    "nvmeof-rdma": (
+        80.0,
+        _protocol_constant(
+            "nvmeof-rdma", "latency_seconds", 10 * _US, 5 * _US, 25 * _US,
+            "the design goal of NVMe-oF is < 10 us added over local NVMe",
+            "low: a back-to-back RDMA round trip with the target's submission (~5 us); high: the 20-30 us "
+            "end-to-end NVMe-oF/RDMA figure (datacore.com) less a fast drive's read"),
+        _protocol_constant(
+            "nvmeof-rdma", "server_cpu_seconds_per_op", 1 * _US, 0.5 * _US, 3 * _US,
+            "an SPDK-class RDMA target: polled completion, no copy",
+            "low: SPDK's sub-microsecond polled submission; high: a kernel target's interrupt and wake-up"),
+        _protocol_constant(
+            "nvmeof-rdma", "client_cpu_seconds_per_op", 1 * _US, 0.5 * _US, 3 * _US,
+            "the host driver's capsule build and polled completion",
+            "as the server's"),
+        False),
 }
+
+
+def _cost(protocol: str) -> ProtocolCost:
+    header, latency, server_op, client_op, tcp = _PROTOCOL_CONSTANTS[protocol]
+    per_byte = constant(TCP_CPU.name) if tcp else RDMA_CPU_S_PER_BYTE
+    return ProtocolCost(protocol, constant(header) if isinstance(header, str) else header, constant(latency),
+                        per_byte, constant(server_op), per_byte, constant(client_op))
+
+
+class _Protocols(Mapping[str, ProtocolCost]):
+    """The protocols by name, each built from its constants when read (a sampler's draw takes effect)."""
+
+    def __getitem__(self, protocol: str) -> ProtocolCost:
+        if protocol not in _PROTOCOL_CONSTANTS:
+            raise KeyError(protocol)
+        return _cost(protocol)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PROTOCOL_CONSTANTS)
+
+    def __len__(self) -> int:
+        return len(_PROTOCOL_CONSTANTS)
+
+
+PROTOCOLS: Mapping[str, ProtocolCost] = _Protocols()
 
 
 def protocol_cost(protocol: str) -> ProtocolCost:

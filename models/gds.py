@@ -36,20 +36,37 @@ from typing import Literal
 
 from iowatt.models.closed_network import Delay, Solution, Station, solve
 from iowatt.models.host_interface import GpuPath
+from iowatt.models.uncertainty import assumed_constant, constant
 
 GdsMode = Literal["p2p", "compat"]
 GdsApi = Literal["sync", "batch", "async"]
 
-# Host CPU per cuFile read, reference-core seconds.  Assumed 10 us: a synchronous O_DIRECT read costs a
-# system call, the block layer's submission and the NVMe completion's interrupt and wake-up, ~5-8 us of a
-# core on current CPUs (the same per-I/O cost that limits a core to ~150-200 k synchronous IOPS); cuFile
-# adds its handle and registered-buffer lookups and the nvidia-fs ioctl (GPUDirect Storage Overview Guide:
-# reads go through nvidia-fs's ioctl into the kernel's direct-I/O path).  Not measured here.
-CUFILE_CPU_S_PER_IO = 10e-6
-# cudaMemcpy's fixed cost in compatibility mode: launch, DMA descriptor set-up and the synchronising
-# completion.  Assumed 10 us, the small-transfer latency of a host-to-device copy over PCIe that
-# bandwidth tests report for pinned memory (a few us of PCIe round trips plus the driver's launch path).
-COMPAT_COPY_LATENCY_S = 10e-6
+# Host CPU per cuFile read, reference-core seconds (not measured here).
+CUFILE_CPU = assumed_constant(
+    "models.gds.cufile_cpu_seconds_per_io", 10e-6, low=5e-6, high=20e-6, shape="log-uniform",
+    note="a synchronous O_DIRECT read costs a system call, the block layer's submission and the NVMe completion's "
+    "interrupt and wake-up, ~5-8 us of a core on current CPUs (the same per-I/O cost that limits a core to ~150-200 k "
+    "synchronous IOPS); cuFile adds its handle and registered-buffer lookups and the nvidia-fs ioctl (GPUDirect "
+    "Storage Overview Guide: reads go through nvidia-fs's ioctl into the kernel's direct-I/O path)",
+    range_note="low: the bare synchronous read, 5 us (200 k IOPS per core); high: twice the value, cuFile's lookups "
+    "and the ioctl costing as much again as the read's own path")
+# cudaMemcpy's fixed cost in compatibility mode: launch, DMA descriptor set-up and the synchronising completion.
+COMPAT_COPY = assumed_constant(
+    "models.gds.compat_copy_latency_seconds", 10e-6, low=5e-6, high=20e-6, shape="log-uniform",
+    note="the small-transfer latency of a host-to-device copy over PCIe that bandwidth tests report for pinned memory "
+    "(a few us of PCIe round trips plus the driver's launch path)",
+    range_note="low: a kernel launch plus one PCIe round trip, ~5 us; high: a synchronous copy of pageable-class "
+    "cost, twice the pinned figure")
+
+
+def cufile_cpu_s_per_io() -> float:
+    return constant(CUFILE_CPU.name)
+
+
+def compat_copy_latency_s() -> float:
+    return constant(COMPAT_COPY.name)
+
+
 # Host DRAM bytes per byte read in compatibility mode: the drive's DMA writes the bounce buffer, the
 # copy engine reads it back (RFC-free arithmetic: two passes over DRAM).
 COMPAT_DRAM_BYTES_PER_BYTE = 2.0
@@ -97,17 +114,18 @@ class GdsLoop:
 
 
 def gds_loop(storage_rates: tuple[float, ...], block_bytes: float, requests: int, mode: GdsMode,
-             host_cores: float, copy_Bps: float, cpu_s: float = CUFILE_CPU_S_PER_IO, core_speed: float = 1.0,
+             host_cores: float, copy_Bps: float, cpu_s: float | None = None, core_speed: float = 1.0,
              storage_ceiling: float | None = None) -> GdsLoop:
     """Solve N = `requests` reads of `block_bytes`: the storage (its rates with 1..N outstanding), the
     host's cores for cuFile (`cpu_s` reference-core seconds each, on cores of `core_speed`), and in
-    compatibility mode the GPU's copy engine and the copy's fixed latency."""
+    compatibility mode the GPU's copy engine and the copy's fixed latency.  cpu_s None: the assumed cuFile cost."""
+    cpu_s = cufile_cpu_s_per_io() if cpu_s is None else cpu_s
     stations = [Station("storage", storage_rates)]
     if cpu_s > 0.0:
         stations.append(Station("host cpu", tuple(min(j, host_cores) * core_speed / cpu_s for j in range(1, requests + 1))))
     delays = []
     if mode == "compat":
         stations.append(Station("gpu copy engine", (copy_Bps / block_bytes,)))
-        delays.append(Delay("copy launch", COMPAT_COPY_LATENCY_S))
+        delays.append(Delay("copy launch", compat_copy_latency_s()))
     sol = solve(tuple(stations), tuple(delays), requests)
     return GdsLoop(requests, sol.throughput, sol, storage_ceiling or max(storage_rates))

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 from iowatt.models.compute import CPUSpec
 from iowatt.models.provenance import Provenance
+from iowatt.models.uncertainty import assumed_constant_of, constant
 
 # Linux defaults (Documentation/admin-guide/sysctl/vm.rst): vm.dirty_ratio = 20, vm.dirty_background_ratio = 10
 DEFAULT_DIRTY_RATIO = 0.20
@@ -141,13 +142,14 @@ def dlio_transformer_parameters(hidden: int, layers: int, ffn_hidden: int, vocab
 # Measured: zlib-class CRC-32 4.1 GB/s on one core of the development machine (AMD EPYC, Python zlib.crc32 over
 # 512 MiB; 4.17 GB/s again on 2026-11-24).  CRC is arithmetic on cached lines: it scales with core_speed.
 CRC32_GBps_PER_CORE = 4.1
-# Assumed, bare metal: copy_from_user into freshly allocated page-cache pages ~4 GB/s per core (a copy reads and
-# writes each byte, and the kernel allocates, zeroes nothing, and charges one page per 4 KiB: ~0.3 us of a ~1 us
-# page).  A host's own figure (CPUSpec.page_cache_write_GBps_per_core, measured by check-machine's probe) replaces
-# it: on the 2-vCPU development VM a buffered write() of resident memory ran at 0.43-0.45 GB/s (about 9 us per
-# 4 KiB page, the cost of a page fault that exits to the hypervisor: first touch of anonymous memory 8.5 us/page).
+# Bare metal: copy_from_user into freshly allocated page-cache pages ~4 GB/s per core (PROVENANCE below; read
+# through page_copy_seconds_per_byte, so a sampler's draw reaches it).  A host's own figure
+# (CPUSpec.page_cache_write_GBps_per_core, measured by check-machine's probe) replaces it: on the 2-vCPU
+# development VM a buffered write() of resident memory ran at 0.43-0.45 GB/s (about 9 us per 4 KiB page,
+# the cost of a page fault that exits to the hypervisor: first touch of anonymous memory 8.5 us/page).
 PAGE_CACHE_WRITE_GBps_PER_CORE = 4.0
-# the reference core's torch.save rate, 1 / (1/4.1 + 1/4) = 2.0 GB/s
+# the reference core's torch.save rate with the declared values, 1 / (1/4.1 + 1/4) = 2.0 GB/s (runs use
+# torch_save_GBps_per_core, which reads the page-cache rate when it runs)
 TORCH_SAVE_GBps_PER_CORE = 1.0 / (1.0 / CRC32_GBps_PER_CORE + 1.0 / PAGE_CACHE_WRITE_GBps_PER_CORE)
 
 
@@ -156,7 +158,7 @@ def page_copy_seconds_per_byte(cpu: CPUSpec) -> float:
     the host's measured per-core rate where it has one (seconds on its own core x its core_speed), else the
     reference figure."""
     if cpu.page_cache_write_GBps_per_core is None:
-        return 1.0 / (PAGE_CACHE_WRITE_GBps_PER_CORE * 1e9)
+        return 1.0 / (constant(PAGE_CACHE_WRITE.name) * 1e9)
     return cpu.core_speed / (cpu.page_cache_write_GBps_per_core * 1e9)
 
 
@@ -175,11 +177,24 @@ def torch_save_GBps_per_core(cpu: CPUSpec) -> float:
 # DLIO timed region: main.py wraps checkpointing_mechanism.checkpoint() in stats.start_ckpt/end_ckpt.
 DLIO_GENERATE_GBps_PER_CORE = 0.362
 
-# the machine-readable record of the constants above that were fitted (scenarios.published_fits refits them)
+# the machine-readable record of the constants above that were fitted (scenarios.published_fits refits them) or assumed
 PROVENANCE: dict[str, Provenance] = {
+    "PAGE_CACHE_WRITE_GBps_PER_CORE": Provenance(
+        p="assumed",
+        note="bare metal: copy_from_user into freshly allocated page-cache pages ~4 GB/s per core (a copy reads and "
+        "writes each byte, and the kernel allocates, zeroes nothing, and charges one page per 4 KiB: ~0.3 us of a "
+        "~1 us page); a host's measured figure (CPUSpec.page_cache_write_GBps_per_core) replaces it",
+        low=2.0, high=8.0, shape="log-uniform",
+        range_note="low: 2 GB/s, the page's allocation and accounting at ~1.5 us instead of ~0.3 us (a loaded "
+        "allocator, cgroup charging); high: 8 GB/s, a cached copy_from_user at ~10 GB/s with the allocation "
+        "amortised (pages recycled from the free lists); a VM whose page faults exit to the hypervisor falls far "
+        "below (0.43-0.45 GB/s measured on the development VM), which is why a host's own figure replaces it",
+    ),
     "DLIO_GENERATE_GBps_PER_CORE": Provenance(
         p="calibrated", fitted_on=("sr.ckpt.ps1010.pass1",),
         src="StorageReview, Scaling AI Checkpoints: D7-PS1010 pass 1 mean 464 s (scenarios/validation/published.yaml)",
         note="solves the D7-PS1010 pass-1 mean of scenarios/library/storagereview/ckpt_ps1010.yaml; see the comment above",
     ),
 }
+PAGE_CACHE_WRITE = assumed_constant_of("models.host_io.page_cache_write_GBps_per_core", PAGE_CACHE_WRITE_GBps_PER_CORE,
+                                       PROVENANCE["PAGE_CACHE_WRITE_GBps_PER_CORE"])

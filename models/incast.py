@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import math
 
+from iowatt.models.uncertainty import assumed_field
 from pydantic import BaseModel, ConfigDict, Field
 
 # Linux TCP_RTO_MIN = HZ / 5 = 200 ms (the minimum the paper measures the collapse with).
 RTO_MIN_S = 0.2
-# Buffer per switch port: assumed 1 MiB, a shared-buffer data-centre ASIC's pool spread over its
-# ports (Broadcom Trident4: 64 MB shared, aicplight.com on switch buffer management; 64 ports).
+# Buffer per switch port: a shared-buffer data-centre ASIC's pool spread over its ports (an assumed_field below).
 SWITCH_BUFFER_BYTES_PER_PORT = 2.0**20
 
 
@@ -38,9 +38,14 @@ class IncastConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    switch_buffer_bytes_per_port: float = Field(
-        default=SWITCH_BUFFER_BYTES_PER_PORT, gt=0,
-        description="buffer a client's switch port holds (assumed 1 MiB: Trident4's 64 MB shared over 64 ports)")
+    switch_buffer_bytes_per_port: float = assumed_field(
+        SWITCH_BUFFER_BYTES_PER_PORT, low=2.0**18, high=2.0**22, shape="log-uniform", gt=0,
+        description="buffer a client's switch port holds (1 MiB: Trident4's 64 MB shared over 64 ports)",
+        note="a shared-buffer data-centre ASIC's pool spread over its ports: Broadcom Trident4, 64 MB shared "
+        "(aicplight.com on switch buffer management) over 64 ports",
+        range_note="low: 256 KiB, the per-port share of a 32 MB shared buffer over 128 ports (a Trident3-class 25 GbE "
+        "switch); high: 4 MiB, what a dynamic-threshold pool lets one congested port take of Trident4's 64 MB when "
+        "16 ports are busy at once")
     rto_min_s: float = Field(default=RTO_MIN_S, gt=0, description="TCP minimum retransmission timeout (Linux: 200 ms)")
 
 

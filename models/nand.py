@@ -57,10 +57,44 @@ def greedy_write_amplification(utilisation: float) -> float:
     if utilisation < 1e-6:
         return 1.0
     a = 1.0 / utilisation
-    from scipy.special import lambertw  # lazy: scipy costs ~0.3 s of every CLI start
-
-    x0 = -float(lambertw(-a * math.exp(-a), 0).real) / a
+    x0 = -lambert_w0(-a * math.exp(-a)) / a
     return 1.0 / (1.0 - x0)
+
+
+def greedy_utilisation(write_amplification: float) -> float:
+    """The utilisation at which greedy GC has this WA: the inverse of greedy_write_amplification in closed form.
+
+    x0 = 1 - 1/WA, and x0 = exp(-a (1 - x0)) gives a = -ln(x0) / (1 - x0), u = 1/a."""
+    if not write_amplification > 1.0:
+        raise ValueError(f"write amplification must be > 1, found {write_amplification!r}")
+    return -1.0 / (write_amplification * math.log1p(-1.0 / write_amplification))
+
+
+def lambert_w0(z: float) -> float:
+    """Principal branch of the Lambert W function for z in [-1/e, 0] (w e^w = z, w in [-1, 0]).
+
+    Halley's iteration in pure Python, so the CLI does not import scipy.special (~0.1-0.3 s per start);
+    tests/test_ssd_laws.py checks it against scipy.special.lambertw."""
+    if not -1.0 / math.e - 1e-15 <= z <= 0.0:
+        raise ValueError(f"z must be in [-1/e, 0], found {z!r}")
+    if z == 0.0:
+        return 0.0
+    p2 = 2.0 * (math.e * z + 1.0)
+    if p2 < 0.5:  # near the branch point: its series in p = sqrt(2 (e z + 1)) (Corless et al. 1996, eq. 4.22)
+        p = math.sqrt(max(p2, 0.0))
+        w = -1.0 + p - p * p / 3.0 + 11.0 / 72.0 * p**3
+    else:
+        w = math.log1p(z)  # within ~0.3 of the root on the rest of the interval
+    for _ in range(64):
+        ew = math.exp(w)
+        f = w * ew - z
+        if f == 0.0 or w == -1.0:
+            break
+        step = f / (ew * (w + 1.0) - (w + 2.0) * f / (2.0 * w + 2.0))
+        w -= step
+        if abs(step) <= 4e-16 * max(1.0, abs(w)):
+            break
+    return w
 
 
 def steady_state_wa(fill: float, over_provisioning: float) -> float:

@@ -83,8 +83,40 @@ def is_wrapped(value: Any) -> bool:
     return isinstance(value, dict) and "v" in value and "p" in value
 
 
-def unwrap(entry: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], dict[str, Provenance]]:
-    """Split a catalog entry into plain values and a {dotted field: Provenance} map."""
+def numbers_in(value: Any) -> list[float]:
+    """Every number in a value: itself, or those inside a list or mapping (a power-state table, a link)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for item in value.values() for n in numbers_in(item)]
+    if isinstance(value, list):
+        return [n for item in value for n in numbers_in(item)]
+    return []
+
+
+def range_problem(value: Any, prov: Provenance) -> str | None:
+    """Why a value's range is unusable, or None: an assumed number must carry one, and a value must lie inside its own
+    range (a list's or mapping's range is factors on its numbers, so 1 must lie inside it)."""
+    numbers = numbers_in(value)
+    if not numbers:
+        return None
+    if prov.p == "assumed" and not prov.has_range:
+        return "an assumed value needs its plausible range (low, high, shape, range_note with the evidence for each end), found none"
+    if prov.low is None or prov.high is None:
+        return None
+    scalar = isinstance(value, int | float) and not isinstance(value, bool)
+    inside = float(value) if scalar else 1.0
+    if not prov.low <= inside <= prov.high:
+        what = f"value {value}" if scalar else "factor 1 (the value as written; low/high of a list or mapping are factors)"
+        return f"expected low <= value <= high, found {what} outside its own range [{prov.low:g}, {prov.high:g}]"
+    return None
+
+
+def unwrap(entry: dict[str, Any], prefix: str = "", *, ranged: bool = False) -> tuple[dict[str, Any], dict[str, Provenance]]:
+    """Split a catalog entry into plain values and a {dotted field: Provenance} map.  `ranged`: refuse an assumed number
+    without a range and a value outside its own range (the device catalog and the profiles loaded like it)."""
     plain: dict[str, Any] = {}
     record: dict[str, Provenance] = {}
     for key, value in entry.items():
@@ -98,9 +130,12 @@ def unwrap(entry: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], dic
                 record[path] = Provenance.model_validate({k: value[k] for k in allowed if k in value})
             except ValidationError as error:
                 raise ValueError(f"{path}: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+            problem = range_problem(value["v"], record[path]) if ranged else None
+            if problem:
+                raise ValueError(f"{path}: {problem}")
             plain[key] = value["v"]
         elif isinstance(value, dict):
-            inner, inner_record = unwrap(value, f"{path}.")
+            inner, inner_record = unwrap(value, f"{path}.", ranged=ranged)
             plain[key] = inner
             record.update(inner_record)
         else:

@@ -82,6 +82,7 @@ from typing import Literal
 
 from iowatt.models import nand, unit_mva
 from iowatt.models.links import LinkSpec, device_queue_limit, link_payload_Bps
+from iowatt.models.uncertainty import assumed_constant, constant
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 KiB = 1024
@@ -278,10 +279,14 @@ def iu_factor(spec: SSDSpec, block_bytes: float) -> float:
     return max(1.0, spec.indirection_unit_bytes / block_bytes)
 
 
-# Spare assumed when the datasheet random-write point is not garbage-collection bound (its WA at 4 KiB
-# is no more than the read-modify-write): read-intensive drives sell decimal TB on binary-sized NAND
-# (61.44 TB on 64 TiB = 14.5 % raw), less ~2.5 % for parity and bad blocks.
-DEFAULT_OVER_PROVISIONING = 0.12
+# Spare when the datasheet random-write point is not garbage-collection bound (its WA at 4 KiB is no more than
+# the read-modify-write).
+DEFAULT_OVER_PROVISIONING = assumed_constant(
+    "models.ssd.default_over_provisioning", 0.12, low=0.075, high=0.145,
+    note="read-intensive drives sell decimal TB on binary-sized NAND (61.44 TB on 64 TiB = 14.5 % raw), less ~2.5 % "
+    "for parity and bad blocks",
+    range_note="low: 9.95 % raw, a round-TB capacity on binary NAND (4 TB on 4 TiB), less the same 2.5 %; high: "
+    "the whole 14.5 % of the x.x4/x.x8-TB capacities (3.84 TB on 4 TiB) with nothing set aside")
 
 
 def random_write_wa_4k(spec: SSDSpec) -> float:
@@ -295,16 +300,14 @@ def over_provisioning_of(spec: SSDSpec) -> float:
     if spec.over_provisioning is not None:
         return spec.over_provisioning
     gc = random_write_wa_4k(spec) / iu_factor(spec, _B4K)
+    if gc <= 1.0 + 1e-6:
+        return constant(DEFAULT_OVER_PROVISIONING.name)  # read here, not inside the cache below
     return _spare_for_greedy_wa(gc)
 
 
 @cache
 def _spare_for_greedy_wa(wa: float) -> float:
-    if wa <= 1.0 + 1e-6:
-        return DEFAULT_OVER_PROVISIONING
-    from scipy.optimize import brentq  # lazy: scipy costs ~0.3 s of every CLI start
-
-    u = brentq(lambda x: nand.greedy_write_amplification(x) - wa, 1e-9, 1.0 - 1e-6, xtol=1e-12)
+    u = min(nand.greedy_utilisation(wa), 1.0 - 1e-6)  # closed form: no scipy.optimize (~0.6 s) at CLI start
     return 1.0 / u - 1.0
 
 

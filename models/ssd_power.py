@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from iowatt.models.provenance import Provenance
 from iowatt.models.ssd import SSDSpec
+from iowatt.models.uncertainty import assumed_constant_of, constant
 
 _B128K = 128 * 1024
 
@@ -69,37 +70,69 @@ PROVENANCE: dict[str, Provenance] = {
         "its busy power does not scale with bytes.  HotStorage 2024 reaches at most 59.4 % below a device's maximum "
         "operating power with power states and I/O shaping, i.e. idle + floor near 40 % of it (10 W of 25 W).  "
         "Other generations scale with the lane rate's controller class: Gen4 0.5, Gen3 0.4 W per lane",
+        low=0.5, high=1.5,
+        range_note="factors on every generation's figure.  high: 1.5 x puts the Gen5 x4 floor at 4.5 W, which with the "
+        "6550's 5 W idle is just under the 10 W PS7 cap it runs I/O at (S08); low: half, the floor of a controller "
+        "that gates its channels and cores between commands, the 0.4 W spread of the 6550's four PS1 points (S08) "
+        "still far below it",
     ),
     "FLOOR_W_SATA": Provenance(
         p="assumed", src="S06",
         note="Micron 5210 ION: 1.5 W idle, 2.8 W max read, 3.6 W max write (S06); a SATA controller's busy floor taken as "
         "0.5 W, a third of the gap between idle and its read power",
+        low=0.25, high=0.75,
+        range_note="low: a fifth of the 1.3 W gap between the 5210's idle and maximum read power (S06); high: over half "
+        "of it, leaving 0.55 W for the bytes of a full-rate read",
     ),
-    "FLOOR_W_PER_SAS_LANE": Provenance(p="assumed", note="as SATA per lane: one 12 Gb/s SerDes and its share of the controller"),
+    "FLOOR_W_PER_SAS_LANE": Provenance(
+        p="assumed", note="as SATA per lane: one 12 Gb/s SerDes and its share of the controller",
+        low=0.25, high=0.75, range_note="as FLOOR_W_SATA's range, per lane",
+    ),
     "COMMAND_J": Provenance(
         p="assumed", src="S08",
         note="the only measured per-command energy: Micron 6550 ION at PS1, 17.5 W at 12.7 GB/s 128 KiB reads and "
         "17.9 W at 11.6 GB/s 16 KiB reads (707 K IOPS) give 2.0 uJ per command with this model's idle and floor; "
         "per-command work (doorbell, submission and completion TLPs, FTL lookup) is controller firmware of one class",
+        low=1.0e-6, high=4.0e-6, shape="log-uniform",
+        range_note="half and twice the one measured figure: it rests on the 0.4 W between two S08 points stated to "
+        "0.1 W, so +-0.2 W of rounding moves it by about half; other controllers differ by firmware class",
     ),
     "READ_UNIT_BYTES": Provenance(
         p="assumed", src="Micron TN-29-93 (SNAP READ: partial-page reads of 3D NAND)",
         note="3D NAND reads a 4 KiB partial page for a 4 KiB request.  Were a whole 16 KiB page sensed per 4 KiB read, "
         "every Gen5 drive's datasheet 4 KiB IOPS would need more than its PS0 cap with the sequential-read energy of "
         "its own datasheet, which the vendors measure at PS0",
+        low=4096.0, high=8192.0, shape="log-uniform",
+        range_note="low: the 4 KiB partial-page read (TN-29-93); high: a half-page (8 KiB) sense, the next granularity "
+        "of a 16 KiB page; the whole page is ruled out (note)",
     ),
     "GC_READ_SHARE": Provenance(
         p="assumed",
         note="a GC copy senses the valid page and moves it over the NAND channel to be programmed again, but skips the "
         "host DMA and PCIe path.  The array read alone is ~4 uJ per 16 KiB page (ONFI-class 25 mA at 2.5-3.3 V for a "
         "50-60 us TLC tR), ~0.25 nJ per byte, about 0.3 of the 0.7-0.8 nJ per byte a Gen5 drive's host read costs here",
+        low=0.2, high=0.4,
+        range_note="low: the array read alone at the short end (~3 uJ per 16 KiB page against 0.8 nJ per host byte); "
+        "high: the array read plus its channel crossings and ECC decode, a host read's work less the DMA and PCIe path",
     ),
     "ERASE_J_PER_BYTE": Provenance(
         p="assumed",
         note="ONFI-class array erase current ~25 mA at VCC 2.5 V for tBERS ~5 ms is ~0.3 mJ per block; a 3D TLC block "
         "holds ~24 MiB, so ~1.2e-11 J per byte, about 1 % of the program energy",
+        low=0.4e-11, high=4.0e-11, shape="log-uniform",
+        range_note="the note's arithmetic at its ends: low, 15 mA at 2.5 V for 3 ms over a 32 MiB block; high, 35 mA at "
+        "3.3 V for 7 ms over a 16 MiB block",
     ),
 }
+
+
+FLOOR_PER_LANE_FACTOR = assumed_constant_of("models.ssd_power.floor_per_lane_factor", 1.0, PROVENANCE["FLOOR_W_PER_LANE"])
+FLOOR_SATA = assumed_constant_of("models.ssd_power.floor_W_sata", FLOOR_W_SATA, PROVENANCE["FLOOR_W_SATA"])
+FLOOR_SAS = assumed_constant_of("models.ssd_power.floor_W_per_sas_lane", FLOOR_W_PER_SAS_LANE, PROVENANCE["FLOOR_W_PER_SAS_LANE"])
+COMMAND = assumed_constant_of("models.ssd_power.command_J", COMMAND_J, PROVENANCE["COMMAND_J"])
+READ_UNIT = assumed_constant_of("models.ssd_power.read_unit_bytes", READ_UNIT_BYTES, PROVENANCE["READ_UNIT_BYTES"])
+ERASE = assumed_constant_of("models.ssd_power.erase_J_per_byte", ERASE_J_PER_BYTE, PROVENANCE["ERASE_J_PER_BYTE"])
+GC_READ = assumed_constant_of("models.ssd_power.gc_read_share", GC_READ_SHARE, PROVENANCE["GC_READ_SHARE"])
 
 
 @dataclass(frozen=True)
@@ -113,6 +146,7 @@ class PowerModel:
     program_J_per_byte: float
     erase_J_per_byte: float
     read_unit_bytes: float = READ_UNIT_BYTES
+    gc_read_share: float = GC_READ_SHARE  # of a host read's energy per byte, for a garbage-collection copy read
 
     @property
     def write_J_per_byte(self) -> float:
@@ -126,14 +160,14 @@ def floor_W(spec: SSDSpec) -> float:
         return spec.active_floor_W
     link = spec.link
     if link.kind == "pcie" and link.generation is not None:
-        return FLOOR_W_PER_LANE[link.generation] * link.lanes
+        return constant(FLOOR_PER_LANE_FACTOR.name) * FLOOR_W_PER_LANE[link.generation] * link.lanes
     if link.kind == "sas":
-        return FLOOR_W_PER_SAS_LANE * link.lanes
-    return FLOOR_W_SATA
+        return constant(FLOOR_SAS.name) * link.lanes
+    return constant(FLOOR_SATA.name)
 
 
 def command_J(spec: SSDSpec) -> float:
-    return spec.energy_per_io_uJ * 1e-6 if spec.energy_per_io_uJ is not None else COMMAND_J
+    return spec.energy_per_io_uJ * 1e-6 if spec.energy_per_io_uJ is not None else constant(COMMAND.name)
 
 
 def _per_byte(active_W: float, rate_MBps: float, base_W: float, e_cmd: float, what: str, name: str) -> float:
@@ -154,8 +188,8 @@ def power_model(spec: SSDSpec) -> PowerModel:
     base = spec.idle_W + floor
     e_read = _per_byte(spec.active_read_W, spec.seq_read_MBps, base, e_cmd, "read", spec.name)
     e_write = _per_byte(spec.active_write_W, spec.seq_write_MBps, base, e_cmd, "write", spec.name)
-    erase = min(ERASE_J_PER_BYTE, e_write)
-    return PowerModel(spec.idle_W, floor, e_cmd, e_read, e_write - erase, erase)
+    erase = min(constant(ERASE.name), e_write)
+    return PowerModel(spec.idle_W, floor, e_cmd, e_read, e_write - erase, erase, constant(READ_UNIT.name), constant(GC_READ.name))
 
 
 # ---------------------------------------------------------------- energy per host byte
@@ -181,7 +215,7 @@ def write_J_per_host_byte(model: PowerModel, block_bytes: float, wa: float) -> f
 
 def gc_read_J_per_byte(model: PowerModel) -> float:
     """Energy of one valid byte garbage collection reads to move (no host path)."""
-    return GC_READ_SHARE * model.read_J_per_byte
+    return model.gc_read_share * model.read_J_per_byte
 
 
 def busy_power_W(model: PowerModel, read_Bps: float, write_Bps: float, block_bytes: float, wa: float = 1.0) -> float:

@@ -18,7 +18,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-# Assumed: the largest YAML file in this repository expands to 3,227 nodes
+# A safety bound on input, not a model value (nothing is sampled from it): the largest YAML file in this repository expands to 3,227 nodes
 # (scenarios/studies/storagereview_ckpt_fill.yaml; the catalog's ssd.yaml 1,765); a measured calibration
 # bundle of a few thousand fio jobs stays under 10^5.  Plausible range 10^5..10^7; 10^6 builds in about a
 # second, while an alias bomb's 10^9 took 27 s and 2.3 GB before anything refused it.

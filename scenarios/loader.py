@@ -232,7 +232,22 @@ def apply_set(data: dict[str, Any], assignment: str) -> dict[str, Any]:
 
 
 def validate(data: dict[str, Any], origin: str) -> ScenarioBase:
-    """The scenario, valid field by field (the schema) and as a whole (scenarios.checks: capacity, physical bounds)."""
+    """The scenario, valid field by field (the schema) and as a whole (scenarios.checks: capacity, physical bounds).
+
+    Inputs written as ranges (`fill: 0.6..0.9`, scenarios.ranges) are checked end by end and resolved at their median;
+    the scenario keeps them (`user_ranges`) for `--uncertainty`."""
+    from iowatt.scenarios.ranges import resolve_ranges
+
+    try:
+        data, ranges = resolve_ranges(data, origin, _validate_one, lambda scenario: scenario.model_dump())
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
+    scenario = _validate_one(data, origin)
+    scenario.set_user_ranges(ranges)
+    return scenario
+
+
+def _validate_one(data: dict[str, Any], origin: str) -> ScenarioBase:
     try:
         scenario = scenario_model().model_validate(data)
     except ValidationError as error:

@@ -30,13 +30,16 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iowatt.models import goodput as gp
 from iowatt.scenarios.loader import ScenarioError, read_yaml
 from iowatt.scenarios.plan_costs import derived_metrics
 from iowatt.scenarios.sweep import Case, Sweep, _yaml_text, check_axes, check_path, load_base, run_sweep
 from iowatt.scenarios.sweep import _typed as sw_typed
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.uncertainty import Settings
 
 INTERVAL_KEY = "checkpoint_interval"
 LAYOUT_KEY = "storage.layout"  # choices of storage kinds/levels: [{kind: local}, {kind: raid, level: 5}, ...]
@@ -328,9 +331,12 @@ def _evaluate(spec: PlanSpec, sweep: Sweep, cases: list[Case], executor: Executo
     return configs
 
 
-def search(spec: PlanSpec, executor: Executor, on_case: Callable[[bool], None] | None = None) -> PlanResult:
-    """The configurations, evaluated; `on_case(failed)` as each simulation of an exhaustive search ends."""
-    sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides)
+def search(spec: PlanSpec, executor: Executor, on_case: Callable[[bool], None] | None = None,
+           uncertainty: Settings | None = None) -> PlanResult:
+    """The configurations, evaluated; `on_case(failed)` as each simulation of an exhaustive search ends; with
+    `uncertainty`, each configuration gains METRIC_low / METRIC_high columns (constraints and the ranking still read
+    the point prediction)."""
+    sweep = Sweep(base=spec.base, origin=spec.origin, grid=spec.choices, overrides=spec.overrides, uncertainty=uncertainty)
     check_axes(sweep, "choices")  # a `set` of a field the choices vary would be replaced in every configuration
     keys = [k for k, _ in spec.choices]
     combos = list(itertools.product(*(v for _, v in spec.choices)))

@@ -16,24 +16,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from iowatt.models.uncertainty import assumed_constant, constant
 from iowatt.scenarios.dliojob import parse_workload
 from iowatt.scenarios.loader import load
 from iowatt.scenarios.run import run_scenario
 
 # the VM's CPU as an inline catalog spec; only cores, core_speed and memory bandwidth shape the run times
 REFERENCE_CLOCK_MHz = 2400.0  # models/catalog/cpu.yaml: core_speed 1 is one Zen 4 core at 2.4 GHz
-# assumed: no STREAM run on this machine; a guest's share of a server socket's ~360 GB/s (cpu.yaml, EPYC 9654)
-# is not known, 10 GB/s per vCPU is a conservative single-core STREAM-class figure for DDR4/DDR5 servers
-MEMORY_GBps_PER_CORE = 10.0
-# assumed package powers: energy is not scored by the check (no power meter in a VM)
-TDP_W_PER_CORE, IDLE_W_PER_CORE = 5.0, 1.0
+# No STREAM run on this machine: a guest's share of a server socket's memory bandwidth is not known.
+MEMORY_PER_CORE = assumed_constant(
+    "scenarios.realcheck_predict.memory_GBps_per_core", 10.0, low=5.0, high=20.0, shape="log-uniform",
+    note="a guest's share of a server socket's ~360 GB/s (cpu.yaml, EPYC 9654) is not known; 10 GB/s per vCPU is a "
+    "conservative single-core STREAM-class figure for DDR4/DDR5 servers",
+    range_note="low: half, a host whose other tenants hold most of the socket's bandwidth; high: 20 GB/s, a vCPU that "
+    "gets a server core's own STREAM rate on an unloaded DDR5 socket (360 GB/s over 96 cores is 3.75 GB/s per core "
+    "when all stream at once, so more is a share others leave unused)")
+# Package powers: energy is not scored by the check (no power meter in a VM).
+TDP_PER_CORE = assumed_constant(
+    "scenarios.realcheck_predict.tdp_W_per_core", 5.0, low=3.0, high=8.0, shape="log-uniform",
+    note="a server CPU's TDP per core: EPYC 9654 360 W / 96 cores = 3.75 W, Xeon Gold 6146 165 W / 12 = 13.75 W; 5 W",
+    range_note="low: 3 W, a many-core part's TDP per core (EPYC 9654: 3.75 W); high: 8 W, a mid-count Xeon's")
+IDLE_PER_CORE = assumed_constant(
+    "scenarios.realcheck_predict.idle_W_per_core", 1.0, low=0.5, high=2.0, shape="log-uniform",
+    note="a package's idle power per core, about a fifth of its TDP per core",
+    range_note="half and twice the value: deep package C-states on an idle host, or none in a guest's view of it")
 BINDING_MIN_CHANGE = 0.02  # a doubling that moves the run time by less than 2 % binds nothing (the solver's noise is far below)
 
 
 def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: float = 1.0) -> dict[str, Any]:
     cores = int(facts["cores"])
     return {"name": "this-machine", "model": str(facts.get("cpu_model") or "this machine"), "cores": cores,
-            "tdp_W": TDP_W_PER_CORE * cores, "idle_W": IDLE_W_PER_CORE * cores, "memory_bandwidth_GBps": MEMORY_GBps_PER_CORE * cores * memory_factor,
+            "tdp_W": constant(TDP_PER_CORE.name) * cores, "idle_W": constant(IDLE_PER_CORE.name) * cores,
+            "memory_bandwidth_GBps": constant(MEMORY_PER_CORE.name) * cores * memory_factor,
             "base_clock_GHz": _clock_MHz(facts) / 1e3, "core_speed": _core_speed(facts) * speed_factor,
             # measured by the host probe (calibration.host_probe): seconds on a core, so it scales with the core
             "page_cache_write_GBps_per_core": (float(facts["page_cache_write_GBps_per_core"]) * speed_factor

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from iowatt.models.provenance import Provenance
 from iowatt.simulator import workloads
 from iowatt.simulator.system import SystemConfig
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.ranges import UserRange
 
 
 class ScenarioBase(BaseModel):
@@ -23,6 +26,16 @@ class ScenarioBase(BaseModel):
         description="where inputs of this file come from, by field path (workload.cpu_seconds_per_sample: {p: calibrated, "
         "src, note, fitted_on: [validation row ids]}); every calibrated input names the rows it was fitted on",
     )
+
+    # inputs the user wrote as ranges (scenarios.ranges): the scenario holds each at its median
+    _user_ranges: tuple[UserRange, ...] = PrivateAttr(default=())
+
+    @property
+    def user_ranges(self) -> tuple[UserRange, ...]:
+        return self._user_ranges
+
+    def set_user_ranges(self, ranges: tuple[UserRange, ...]) -> None:
+        self._user_ranges = ranges
 
     @model_validator(mode="after")
     def _provenance_paths(self) -> ScenarioBase:
@@ -53,6 +66,10 @@ _BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 # a decimal number written as a string: YAML 1.1 reads `405.85e9` (no sign in the exponent) as a string, and the loader accepts it
 NUMERIC_STRING = {"type": "string", "pattern": r"^\s*[-+]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)([eE][-+]?[0-9]+)?\s*$"}
+# a value the user does not know, as a range (scenarios.ranges): `8..128`, `0.6..0.9`, `400 GB..450 GB`, `8..128 log`; the
+# loader checks each end against the field's own bounds
+_RANGE_END = r"[-+]?([0-9][0-9_]*(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?(\s*[A-Za-z%][A-Za-z%/]*)?"
+RANGE_STRING = {"type": "string", "pattern": rf"^\s*{_RANGE_END}\s*\.\.\s*{_RANGE_END}(\s+(uniform|log|log-uniform|normal))?\s*$"}
 
 
 def _standard(node: Any, any_string: bool = False) -> Any:
@@ -76,10 +93,10 @@ def _standard(node: Any, any_string: bool = False) -> Any:
         if key in _BOUNDS or key == "discriminator":  # `discriminator` is OpenAPI's; oneOf over `const` kinds says the same
             continue
         out[key] = _standard(value, takes_strings) if key == "anyOf" else _standard(value)
-    if out.get("type") == "number" and not any_string:
-        number = {"type": "number", **{k: out.pop(k) for k in _NUMBER_KEYWORDS if k in out}}
+    if out.get("type") in ("number", "integer") and not any_string:
+        number = {"type": out["type"], **{k: out.pop(k) for k in _NUMBER_KEYWORDS if k in out}}
         del out["type"]
-        out["anyOf"] = [number, NUMERIC_STRING]
+        out["anyOf"] = [number, NUMERIC_STRING, RANGE_STRING] if number["type"] == "number" else [number, RANGE_STRING]
     return out
 
 

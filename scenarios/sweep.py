@@ -30,11 +30,14 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from iowatt.scenarios import checks
 from iowatt.scenarios.loader import SYSTEM_SECTIONS, ScenarioError, apply_set, integer_field, read_yaml, resolve_path, validate
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.uncertainty import Settings
 
 _HASH = re.compile(r"[0-9a-f]{64}")
 # Assumed: the most cases one sweep takes.  Every case is held in memory before the first runs (measured: 426 B per
@@ -53,6 +56,7 @@ class Sweep:
     samples: int | None = None
     seed: int = 0
     overrides: list[str] = field(default_factory=list)
+    uncertainty: Settings | None = None  # --uncertainty: each case gains METRIC_low / METRIC_high (scenarios.uncertainty)
 
     @property
     def keys(self) -> list[str]:
@@ -274,7 +278,8 @@ def resolve_case(sweep: Sweep, case: Case) -> tuple[dict[str, Any] | None, str, 
     return resolved, digest, error
 
 
-def run_cases(base: dict[str, Any], origin: str, overrides: list[str], cases: list[Case]) -> list[tuple[int, str, dict[str, Any]]]:
+def run_cases(base: dict[str, Any], origin: str, overrides: list[str], cases: list[Case],
+              uncertainty: Settings | None = None) -> list[tuple[int, str, dict[str, Any]]]:
     """Worker side: resolve and run a chunk of cases -> [(case index, scenario hash, {metrics, error})].  Never raises.
 
     Resolving here rather than in the parent matters: applying --set values
@@ -289,17 +294,23 @@ def run_cases(base: dict[str, Any], origin: str, overrides: list[str], cases: li
         except Exception as failure:  # a bug in resolution is this case's error, not the chunk's
             digest = scenario_hash({"origin": origin, "overrides": overrides, "case": case.values})
             scenario, error = None, f"{type(failure).__name__}: {failure}"
-        out.append((case.index, digest, {"metrics": {}, "error": error, "invalid": True} if scenario is None else _run(scenario)))
+        out.append((case.index, digest, {"metrics": {}, "error": error, "invalid": True} if scenario is None else _run(scenario, uncertainty)))
     return out
 
 
-def _run(scenario: Any) -> dict[str, Any]:
+def _run(scenario: Any, uncertainty: Settings | None = None) -> dict[str, Any]:
     try:
+        from iowatt.models.uncertainty import recording_reads
         from iowatt.scenarios.run import run_scenario
 
-        document, _ = run_scenario(scenario)
+        with recording_reads() as reads:
+            document, _ = run_scenario(scenario)
         metrics = dict(document["metrics"])
         metrics.update({k: v for k, v in drive_write_metrics(document).items() if k not in metrics})
+        if uncertainty is not None:
+            from iowatt.scenarios.uncertainty import interval_columns
+
+            metrics.update(interval_columns(scenario, uncertainty, document, reads))
         return {"metrics": metrics, "error": ""}
     except Exception as error:  # a failing case is a row, not a failed sweep
         return {"metrics": {}, "error": f"{type(error).__name__}: {error}"}
@@ -380,8 +391,11 @@ class SweepResult:
 
 def sweep_id(sweep: Sweep) -> str:
     """What makes two sweeps the same: base scenario, fixed overrides, axes, sampling.  Written in every row, checked on --resume."""
-    return scenario_hash({"base": sweep.base, "overrides": sweep.overrides, "grid": sweep.grid,
-                          "ranges": [list(r) for r in sweep.ranges], "samples": sweep.samples, "seed": sweep.seed})[:16]
+    identity: dict[str, Any] = {"base": sweep.base, "overrides": sweep.overrides, "grid": sweep.grid,
+                                "ranges": [list(r) for r in sweep.ranges], "samples": sweep.samples, "seed": sweep.seed}
+    if sweep.uncertainty is not None:  # a sweep with intervals writes other columns: not the same sweep
+        identity["uncertainty"] = [sweep.uncertainty.samples, sweep.uncertainty.level]
+    return scenario_hash(identity)[:16]
 
 
 def resumable(rows: list[dict[str, Any]], sweep: Sweep, where: str) -> list[dict[str, Any]]:
@@ -438,7 +452,7 @@ def run_sweep(
     pending: dict[Future, list[Case]] = {}
     for i in range(0, len(to_run), size):
         chunk = to_run[i : i + size]
-        pending[executor.submit(run_cases, sweep.base, sweep.origin, list(sweep.overrides), chunk)] = chunk
+        pending[executor.submit(run_cases, sweep.base, sweep.origin, list(sweep.overrides), chunk, sweep.uncertainty)] = chunk
     order = _InOrder([case.index for case in to_run], result, on_row)
     by_index = {case.index: case for case in to_run}
     for future in as_completed(pending):

@@ -3,7 +3,9 @@
 A *flow* moves an amount (bytes, operations, seconds of compute) and uses each
 *constraint* it crosses at `coefficient x rate`; a *meter* is a component's
 power, linear in constraint loads.  simulator/flows.py moves these forward in
-time, simulator/maxmin.py allocates the rates.
+time, simulator/maxmin.py allocates the rates, simulator/flow_classes.py holds
+large components as classes of symmetric flows.  Layers, lowest first, with no
+import back up (tests/test_layering.py): maxmin -> flow_network -> flow_classes -> flows.
 """
 
 from __future__ import annotations
@@ -12,25 +14,42 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import simpy
+from iowatt.simulator.maxmin import REL_EPS, EngineError
 
-if TYPE_CHECKING:
-    from iowatt.simulator.flows import FlowEngine
+__all__ = ["REL_EPS", "TIME_EPS", "Constraint", "Dynamics", "EngineControl", "EngineError", "Flow", "FlowGroup", "Meter", "Watcher"]
 
-# Relative tolerances: a constraint is tight when its residual is below this
-# share of its capacity; a flow is done when its remainder is below this share
+# Relative tolerances: a constraint is tight when its residual is below REL_EPS
+# of its capacity (maxmin); a flow is done when its remainder is below REL_EPS
 # of its amount or would take less than TIME_EPS seconds.
-REL_EPS = 1e-9
 TIME_EPS = 1e-9
 # flows and constraints sort by creation index, so every run is deterministic
 by_index = attrgetter("index")
 
 
-class EngineError(RuntimeError):
-    """A flow network that cannot make progress or was built wrongly."""
+class EngineControl(Protocol):
+    """What a device state may do to the engine from a callback (simulator/flows.FlowEngine implements it)."""
+
+    env: simpy.Environment
+
+    def set_capacity(self, constraint: Constraint, capacity: float) -> None: ...
+
+    def sync(self, constraint: Constraint) -> None: ...
+
+    def set_meter_idle(self, meter: Meter, idle_W: float, at: float | None = None) -> None: ...
+
+    def set_meter_extra(self, meter: Meter, extra_W: float) -> None: ...
+
+
+class FlowGroup(Protocol):
+    """Where a flow held in a class of symmetric flows reads its rate and remainder (flow_classes.FlowClass)."""
+
+    def rate_of(self, flow: Flow) -> float: ...
+
+    def remaining_of(self, flow: Flow) -> float: ...
 
 
 class Dynamics(Protocol):
@@ -49,7 +68,7 @@ class Dynamics(Protocol):
     def seconds_to_breakpoint(self, load: float) -> float:
         """Seconds until the capacity changes at this load (math.inf if never)."""
 
-    def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
+    def on_breakpoint(self, engine: EngineControl, constraint: Constraint) -> None:
         """Called when the breakpoint is reached; typically calls engine.set_capacity."""
 
 
@@ -60,17 +79,17 @@ class Watcher(Protocol):
     its constraint and that the constraint's last flow finished; it may change
     capacities (engine.set_capacity) and meters then, or start SimPy timers."""
 
-    def flow_arrives(self, engine: FlowEngine, constraint: Constraint) -> None:
+    def flow_arrives(self, engine: EngineControl, constraint: Constraint) -> None:
         """A flow started crossing `constraint` now."""
 
-    def drained(self, engine: FlowEngine, constraint: Constraint) -> None:
+    def drained(self, engine: EngineControl, constraint: Constraint) -> None:
         """The last flow crossing `constraint` finished now."""
 
 
 class Constraint:
     """A shared resource with a capacity in units per second."""
 
-    __slots__ = ("capacity", "dynamics", "flows", "index", "last_time", "load", "meters", "name", "watcher")
+    __slots__ = ("capacity", "component", "dynamics", "flows", "index", "last_time", "load", "meters", "name", "watcher")
 
     def __init__(self, name: str, capacity: float, dynamics: Dynamics | None = None, index: int = 0) -> None:
         if not (capacity >= 0.0) or math.isnan(capacity):
@@ -85,6 +104,14 @@ class Constraint:
         self.meters: list[Meter] = []
         self.index = index
         self.watcher: Watcher | None = None
+        # the classed component (flow_classes.ClassedComponent) that holds this constraint's flows, if any
+        self.component: object | None = None
+
+    @property
+    def private_able(self) -> bool:
+        """Its load is read by nothing during a run (no meter, no device state, no watcher, a finite capacity),
+        so when one flow or one class of flows alone crosses it, it may act as that flow's rate bound."""
+        return not self.meters and self.dynamics is None and self.watcher is None and not math.isinf(self.capacity)
 
     def __repr__(self) -> str:
         return f"Constraint({self.name!r}, capacity={self.capacity:g}, load={self.load:g})"
@@ -106,15 +133,17 @@ class Flow:
     """An amount moving at a rate through constraints; `done` fires when it is delivered."""
 
     __slots__ = (
+        "_rate",
+        "_remaining",
         "amount",
         "done",
         "end_time",
+        "group",
         "index",
         "last_time",
         "max_rate",
         "name",
-        "rate",
-        "remaining",
+        "offset",
         "start_time",
         "tag",
         "token",
@@ -138,11 +167,15 @@ class Flow:
     ) -> None:
         self.name = name
         self.amount = float(amount)
-        self.remaining = float(amount)
+        # the flow's own state while it is allocated alone; in a class of symmetric flows (`group`) the class
+        # holds it (`offset`: the remainder plus the class's progress), and `rate` / `remaining` read it there
+        self._remaining = float(amount)
+        self._rate = 0.0
+        self.group: FlowGroup | None = None
+        self.offset = 0.0
         self.usage = usage
         self.weight = float(weight)
         self.max_rate = max_rate
-        self.rate = 0.0
         self.last_time = now
         self.done = done
         self.token: ComponentToken | None = None
@@ -156,6 +189,15 @@ class Flow:
 
     def __repr__(self) -> str:
         return f"Flow({self.name!r}, remaining={self.remaining:g}/{self.amount:g}, rate={self.rate:g})"
+
+    @property
+    def rate(self) -> float:
+        return self._rate if self.group is None else self.group.rate_of(self)
+
+    @property
+    def remaining(self) -> float:
+        """Amount still to move, as of now (as of the flow's last change while it is allocated alone)."""
+        return self._remaining if self.group is None else self.group.remaining_of(self)
 
     @property
     def delivered(self) -> float:

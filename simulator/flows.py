@@ -15,8 +15,8 @@ with what changed is recomputed; each component keeps one pending SimPy
 event, and stale events are recognised by a token that recomputes retire.
 
 The parts live in simulator/flow_network.py, the allocation in
-simulator/maxmin.py and the cache of the latest large component in
-simulator/component_cache.py; this module moves them forward in time.
+simulator/maxmin.py, large components as classes of symmetric flows in
+simulator/flow_classes.py; this module moves them forward in time.
 
 Power meters are linear in constraint loads (idle + sum k x load), plus
 floors drawn while a constraint carries any load (flow_network.Meter), hence
@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 
 import simpy
 from iowatt.simulator import maxmin
-from iowatt.simulator.component_cache import LargeComponent
+from iowatt.simulator.flow_classes import ClassedComponent, placement
 from iowatt.simulator.flow_network import (
     REL_EPS,
     TIME_EPS,
@@ -53,6 +53,12 @@ __all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "Flow
 # queue by (time, priority, id); URGENT=0, NORMAL=1), so all the flows that
 # processes start "now" are allocated together.
 _BATCH_PRIORITY = 2
+
+# Components of at least this many flows are held as classes (simulator/flow_classes.py); smaller ones are
+# allocated flow by flow as before issue 33, bit for bit.  Assumed: where the vectorised allocation takes over
+# (maxmin.VECTOR_MIN_FLOWS, measured on row 6); any value gives the same results to 1e-9 (plausible range
+# 1..a few hundred: tests/test_flows_fast_paths.py runs it at 1).
+CLASS_MIN_FLOWS = 48
 
 
 class FlowEngine:
@@ -81,7 +87,9 @@ class FlowEngine:
         self._batch_pending = False
         self._flow_count = 0
         self._active: dict[Flow, None] = {}
-        self._large: LargeComponent | None = None
+        self._dirty_classed: dict[ClassedComponent, None] = {}
+        # classes need no per-flow rate trace, so a recording run allocates flow by flow
+        self.class_min_flows = math.inf if record else CLASS_MIN_FLOWS
 
     # ---------------------------------------------------------------- building
     def constraint(self, name: str, capacity: float, dynamics: Dynamics | None = None) -> Constraint:
@@ -161,12 +169,22 @@ class FlowEngine:
         for c in merged:
             if c.watcher is not None:
                 c.watcher.flow_arrives(self, c)
-        if self._large is not None and not self._large.add(flow):
-            self._large = None
         self._active[flow] = None
-        self._dirty_flows[flow] = None
+        join, dissolve = placement(flow)
+        if join is not None:
+            join.add(flow)
+            self._dirty_classed[join] = None
+        else:
+            for comp in dissolve:
+                self._dissolve(comp)
+            self._dirty_flows[flow] = None
         self._schedule_batch()
         return flow
+
+    def _dissolve(self, comp: ClassedComponent) -> None:
+        self._dirty_classed.pop(comp, None)
+        self._dirty.update(dict.fromkeys(comp.dissolve()))
+        self._schedule_batch()
 
     def transfer(self, name: str, amount: float, usage, **kwargs) -> simpy.Event:  # noqa: ANN001
         """Start a flow and return the event to `yield` on."""
@@ -179,7 +197,11 @@ class FlowEngine:
         if capacity == constraint.capacity:
             return
         self._advance_constraint(constraint)
-        if constraint.flows:
+        if isinstance(constraint.component, ClassedComponent):
+            constraint.component.mark(constraint)
+            self._dirty_classed[constraint.component] = None
+            self._schedule_batch()
+        elif constraint.flows:
             # flows must be advanced at their old rates before the rates change
             self._dirty[constraint] = None
             self._schedule_batch()
@@ -222,7 +244,10 @@ class FlowEngine:
         for c in self.constraints.values():
             self._advance_constraint(c)
         for f in self._active:
-            self._advance_flow(f, now)
+            if f.group is None:
+                self._advance_flow(f, now)
+        for comp in {c.component for c in self.constraints.values() if isinstance(c.component, ClassedComponent)}:
+            comp.settle_loads()
         for m in self.meters.values():
             m.integrate_to(now)
 
@@ -247,44 +272,50 @@ class FlowEngine:
         self.stats.batches += 1
         seeds_c = self._dirty
         seeds_f = self._dirty_flows
+        classed = self._dirty_classed
         self._dirty = {}
         self._dirty_flows = {}
+        self._dirty_classed = {}
+        for comp in classed:
+            self._recompute_classed(comp)
         seen_c: set[Constraint] = set()
         seen_f: set[Flow] = set()
-        large = self._large
-        large_done = False
         for f in seeds_f:
-            if f in seen_f or f.end_time is not None:
-                continue
-            if large is not None and f in large.fset:
-                if not large_done:
-                    large_done = True
-                    self._recompute(large.flows, large.constraints, large)
+            if f in seen_f or f.end_time is not None or f.group is not None:
                 continue
             self._search_and_recompute([f], [], seen_f, seen_c)
         for c in seeds_c:
-            if c in seen_c:
+            if c in seen_c or c.component is not None:
                 continue
-            if large is not None and c in large.cset:
-                if not large_done:
-                    large_done = True
-                    self._recompute(large.flows, large.constraints, large)
+            if not c.flows and c.dynamics is None:
+                # a constraint its last flow left (a GPU's own link): what _recompute([], [c]) does, without the search
+                seen_c.add(c)
+                self.stats.recomputes += 1
+                c.load = 0.0
+                for m in c.meters:
+                    m.refresh(self.env.now)
                 continue
             self._search_and_recompute([], [c], seen_f, seen_c)
 
     def _search_and_recompute(self, flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]) -> None:
         comp_f, comp_c = self._component(flows, constraints, seen_f, seen_c)
-        large = None
-        if len(comp_f) >= maxmin.VECTOR_MIN_FLOWS:
-            large = self._large = LargeComponent(comp_f, comp_c)
-        self._recompute(comp_f, comp_c, large)
+        if len(comp_f) >= self.class_min_flows:
+            now = self.env.now
+            for f in comp_f:
+                self._advance_flow(f, now)
+                if f.token is not None:
+                    f.token.valid = False
+                    f.token = None
+            self._recompute_classed(ClassedComponent(comp_f, comp_c, lambda: self.env.now))
+            return
+        self._recompute(comp_f, comp_c)
 
     @staticmethod
     def _component(
         flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
     ) -> tuple[list[Flow], list[Constraint]]:
         """Breadth-first search over flow <-> constraint adjacency (large components are mostly
-        served by the LargeComponent cache instead); sorted by creation index."""
+        held as classes instead: simulator/flow_classes.py); sorted by creation index."""
         comp_f: list[Flow] = []
         comp_c: list[Constraint] = []
         stack_f = [f for f in flows if f not in seen_f]
@@ -312,8 +343,8 @@ class FlowEngine:
 
     def _advance_flow(self, f: Flow, now: float) -> None:
         elapsed = now - f.last_time
-        if elapsed > 0.0 and f.rate > 0.0:
-            f.remaining = max(0.0, f.remaining - f.rate * elapsed)
+        if elapsed > 0.0 and f._rate > 0.0:
+            f._remaining = max(0.0, f._remaining - f._rate * elapsed)
         f.last_time = now
 
     def _advance_constraint(self, c: Constraint) -> None:
@@ -329,15 +360,15 @@ class FlowEngine:
             self.stats.breakpoints += 1
             c.dynamics.on_breakpoint(self, c)
 
-    def _recompute(self, flows: list[Flow], constraints: list[Constraint], large: LargeComponent | None = None) -> None:
+    def _recompute(self, flows: list[Flow], constraints: list[Constraint]) -> None:
         now = self.env.now
         self.stats.recomputes += 1
         for f in flows:
             # _advance_flow, inlined: this loop runs for every flow of the component at every change
             elapsed = now - f.last_time
-            if elapsed > 0.0 and f.rate > 0.0:
-                left = f.remaining - f.rate * elapsed
-                f.remaining = left if left > 0.0 else 0.0
+            if elapsed > 0.0 and f._rate > 0.0:
+                left = f._remaining - f._rate * elapsed
+                f._remaining = left if left > 0.0 else 0.0
             f.last_time = now
             if f.token is not None:
                 f.token.valid = False
@@ -345,23 +376,23 @@ class FlowEngine:
         dynamic = [c for c in constraints if c.dynamics is not None]
         for c in dynamic:
             self._advance_constraint(c)
-        rates, loads = maxmin.max_min_fair(flows, constraints, large)
+        rates, loads = maxmin.max_min_fair(flows, constraints)
         record = self.record
         token = ComponentToken(flows, constraints, dynamic)
         # one event for the whole component: its next completion or breakpoint
         horizon = math.inf
         for f, r in zip(flows, rates, strict=True):
-            if record and r != f.rate:
+            if record and r != f._rate:
                 self.rate_trace.append((now, f.name, r))
-            f.rate = r
+            f._rate = r
             f.token = token
             if r > 0.0:
-                t = f.remaining / r
+                t = f._remaining / r
                 if t < horizon:
                     horizon = t
         touched: dict[Meter, None] = {}
         if loads is None:
-            loads = [sum([k * f.rate for f, k in c.flows.items()]) for c in constraints]
+            loads = [sum([k * f._rate for f, k in c.flows.items()]) for c in constraints]
         for c, load in zip(constraints, loads, strict=True):
             c.load = load
             if c.meters:
@@ -377,6 +408,52 @@ class FlowEngine:
         event = self.env.timeout(max(horizon, 0.0))
         event.callbacks.append(lambda _e, token=token: self._on_component_event(token))
 
+    def _recompute_classed(self, comp: ClassedComponent) -> None:
+        if comp.count == 0:
+            return
+        now = self.env.now
+        self.stats.recomputes += 1
+        if comp.token is not None:
+            comp.token.valid = False
+        for c in list(comp.dynamic):
+            self._advance_constraint(c)
+        horizon, meters = comp.recompute(now)
+        for m in meters:
+            m.refresh(now)
+        for c in comp.dynamic:
+            horizon = min(horizon, c.dynamics.seconds_to_breakpoint(c.load))  # type: ignore[union-attr]
+        token = comp.token = ComponentToken([], [], [])
+        if math.isinf(horizon):
+            return  # stalled until something else changes
+        event = self.env.timeout(max(horizon, 0.0))
+        event.callbacks.append(lambda _e, token=token, comp=comp: self._on_classed_event(token, comp))
+
+    def _on_classed_event(self, token: ComponentToken, comp: ClassedComponent) -> None:
+        if not token.valid:
+            self.stats.stale_events += 1
+            return
+        token.valid = False
+        self.stats.events += 1
+        for c in list(comp.dynamic):
+            self._advance_constraint(c)
+        finished, emptied = comp.finish()
+        for f in finished:
+            del self._active[f]
+        self.stats.flows_completed += len(finished)
+        for c in emptied:  # allocated alone at the batch: loads to zero, meters refreshed, as _recompute([], [c])
+            self._dirty[c] = None
+            if c.watcher is not None:
+                c.watcher.drained(self, c)
+        if comp.count == 0:
+            self._dirty_classed.pop(comp, None)
+        elif not comp.connected():
+            self._dissolve(comp)
+        else:
+            self._dirty_classed[comp] = None
+        self._schedule_batch()
+        for f in finished:
+            f.done.succeed(f)
+
     def _on_component_event(self, token: ComponentToken) -> None:
         if not token.valid:
             self.stats.stale_events += 1
@@ -389,18 +466,18 @@ class FlowEngine:
         finished: list[Flow] = []
         for f in token.flows:
             elapsed = now - f.last_time
-            if elapsed > 0.0 and f.rate > 0.0:
-                left = f.remaining - f.rate * elapsed
-                f.remaining = left if left > 0.0 else 0.0
+            if elapsed > 0.0 and f._rate > 0.0:
+                left = f._remaining - f._rate * elapsed
+                f._remaining = left if left > 0.0 else 0.0
             f.last_time = now
-            if f.remaining <= REL_EPS * f.amount or (f.rate > 0.0 and f.remaining / f.rate <= TIME_EPS):
+            if f._remaining <= REL_EPS * f.amount or (f._rate > 0.0 and f._remaining / f._rate <= TIME_EPS):
                 finished.append(f)
         for f in finished:
-            f.remaining = 0.0
+            f._remaining = 0.0
             f.end_time = now
             if self.record:
                 self.rate_trace.append((now, f.name, 0.0))
-            f.rate = 0.0
+            f._rate = 0.0
             for c in f.usage:
                 del c.flows[f]
                 self._dirty[c] = None
@@ -408,8 +485,6 @@ class FlowEngine:
                     c.watcher.drained(self, c)
             del self._active[f]
             self.stats.flows_completed += 1
-        if finished and self._large is not None and not self._large.remove(finished):
-            self._large = None
         self._dirty.update(dict.fromkeys(token.constraints))
         self._schedule_batch()
         for f in finished:

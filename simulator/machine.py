@@ -14,6 +14,7 @@ from typing import Any
 from iowatt.models import catalog, compute
 from iowatt.models.compute import CPUSpec, GPUSpec
 from iowatt.models.links import link_payload_Bps
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Watts
 from iowatt.simulator.flows import FlowEngine, Meter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -57,13 +58,14 @@ class ServerConfig(BaseModel):
     cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec")
     sockets: int = Field(default=1, ge=1, le=8)
     memory: Bytes = Field(default=256e9, gt=0, description="installed DRAM")
-    base_power: Watts = Field(
-        default=150.0,
-        ge=0,
-        description="power outside CPU, GPU, DRAM, NICs and storage: fans, BMC, board, PSU loss "
-        "(assumed 150 W: C07 puts fans at 10-150 W and PSU waste at 100-300 W)",
+    base_power: Watts = assumed_field(
+        150.0, low=75.0, high=300.0, shape="log-uniform", ge=0,
+        description="power outside CPU, GPU, DRAM, NICs and storage: fans, BMC, board, PSU loss (150 W)",
+        note="C07 puts a server's fans at 10-150 W and its PSU waste at 100-300 W; 150 W for fans, BMC, board and loss",
+        range_note="low: 75 W, a lightly loaded server's fans at tens of W and its PSU loss near C07's low end at part "
+        "load; high: 300 W, C07's highest PSU waste alone (fans included in a GPU server's loss budget)",
     )
-    nics: int = Field(default=0, ge=0, le=64, description="network adapters drawing models.compute.NIC_W each (0: none metered)")
+    nics: int = Field(default=0, ge=0, le=64, description="network adapters drawing models.compute's NIC_W each (0: none metered)")
 
     @field_validator("cpu")
     @classmethod
@@ -122,10 +124,10 @@ class HostRuntime:
         busy_core_W = (compute.cpu_package_W(cpu, 1.0) - compute.cpu_package_W(cpu, 0.0)) / cpu.cores
         self.cpu_meter = engine.meter("cpu", cpu.idle_W * config.sockets * nodes, [(self.cpu, busy_core_W)], group="cpu")
         self.dram_meter = engine.meter(
-            "dram", compute.dram_W(config.memory * nodes, 0.0), [(self.memory, compute.DRAM_J_PER_BYTE)], group="dram"
+            "dram", compute.dram_W(config.memory * nodes, 0.0), [(self.memory, compute.dram_J_per_byte())], group="dram"
         )
         if config.nics:
-            engine.meter("nic", compute.NIC_W * config.nics * nodes, [], group="nic")
+            engine.meter("nic", compute.nic_W_per_adapter() * config.nics * nodes, [], group="nic")
         self.base_meter = engine.meter("server_base", config.base_power * nodes, [], group="server")
 
     @property

@@ -10,10 +10,41 @@ point; it picks the scalar or the vectorised path by component size.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
 import numpy as np
-from iowatt.simulator.flow_network import REL_EPS, Constraint, EngineError, Flow
+
+# The solver sits below the network state (simulator/flow_network.py imports it, never the reverse):
+# it reads flows and constraints through the two protocols below.
+
+# A constraint is tight when its residual is below this share of its capacity
+# (flow_network re-exports it with the engine's other tolerances).
+REL_EPS = 1e-9
+
+
+class EngineError(RuntimeError):
+    """A flow network that cannot make progress or was built wrongly."""
+
+
+class Constraint(Protocol):
+    """What the solver reads of a constraint (flow_network.Constraint)."""
+
+    name: str
+    capacity: float
+    index: int
+    flows: Mapping[Flow, float]
+
+
+class Flow(Protocol):
+    """What the solver reads of a flow (flow_network.Flow)."""
+
+    name: str
+    usage: Mapping[Constraint, float]
+    weight: float
+    max_rate: float | None
+    usage_cols: np.ndarray | None
+    usage_coefs: np.ndarray | None
 
 # Components with at least this many flows are allocated with numpy arrays
 # (the same progressive filling, vectorised); smaller ones stay on the pure
@@ -37,12 +68,6 @@ class Allocation(NamedTuple):
     loads: list[float] | None        # each constraint's load, when the vectorised path computed them
 
 
-class ArraysSource(Protocol):
-    """Something that keeps the usage arrays of a component across allocations (the engine's cache)."""
-
-    def usage_arrays(self) -> UsageArrays: ...
-
-
 def _flow_arrays(f: Flow) -> tuple[np.ndarray, np.ndarray]:
     if f.usage_cols is None:
         f.usage_cols = np.array([c.index for c in f.usage], dtype=np.int64)
@@ -62,25 +87,7 @@ def usage_arrays(flows: list[Flow]) -> UsageArrays:
     )
 
 
-def arrays_appended(arrays: UsageArrays, f: Flow) -> UsageArrays:
-    cols, coefs = _flow_arrays(f)
-    all_cols, all_coefs, lengths, weight, max_rate = arrays
-    return UsageArrays(
-        np.concatenate([all_cols, cols]),
-        np.concatenate([all_coefs, coefs]),
-        np.append(lengths, len(cols)),
-        np.append(weight, f.weight),
-        np.append(max_rate, math.inf if f.max_rate is None else f.max_rate),
-    )
-
-
-def arrays_kept(arrays: UsageArrays, keep: np.ndarray) -> UsageArrays:
-    all_cols, all_coefs, lengths, weight, max_rate = arrays
-    entries = np.repeat(keep, lengths)
-    return UsageArrays(all_cols[entries], all_coefs[entries], lengths[keep], weight[keep], max_rate[keep])
-
-
-def max_min_fair(flows: list[Flow], constraints: list[Constraint], cached: ArraysSource | None = None) -> Allocation:
+def max_min_fair(flows: list[Flow], constraints: list[Constraint]) -> Allocation:
     """Weighted max-min fair rates of `flows`, which cross only `constraints`.
 
     Each round raises the fill level t of all unfrozen flows (rate = weight x t)
@@ -96,10 +103,9 @@ def max_min_fair(flows: list[Flow], constraints: list[Constraint], cached: Array
         index (constraints not sorted by distinct creation index);
       - the vectorised path (numpy arrays) for large components, where one round
         touches thousands of flows; it also returns every constraint's load.
-    `cached`: the engine's cache of this component, whose usage arrays are reused.
     """
     if len(flows) >= VECTOR_MIN_FLOWS:
-        out = _progressive_filling_vector(flows, constraints, None if cached is None else cached.usage_arrays())
+        out = _progressive_filling_vector(flows, constraints)
         if out is not None:
             return out
     return Allocation(_progressive_filling_scalar(flows, constraints), None)
@@ -138,6 +144,31 @@ def _scalar_state(flows: list[Flow], constraints: list[Constraint]) -> _ScalarSt
     return _ScalarState(limited, [c.capacity for c in limited], [REL_EPS * c.capacity for c in limited], demand, users, edges)
 
 
+def _tightest(live: list[int], residual: list[float], demand: list[float]) -> tuple[float, int]:
+    """(step, constraint) of the first live constraint that the fill level saturates first; (inf, -1) if none."""
+    step = math.inf
+    limiting_c = -1
+    for j in live:
+        r = residual[j]
+        s = (r if r > 0.0 else 0.0) / demand[j]
+        if s < step:
+            step = s
+            limiting_c = j
+    return step, limiting_c
+
+
+def _take_off(demand: list[float], users: list[int], edges: list[tuple[int, float]]) -> bool:
+    """Remove a frozen flow's (or row's) weighted demand from its constraints; True if one has no users left."""
+    emptied = False
+    for j, kw in edges:
+        demand[j] -= kw
+        users[j] -= 1
+        if users[j] == 0:
+            demand[j] = 0.0
+            emptied = True
+    return emptied
+
+
 def _progressive_filling_scalar(flows: list[Flow], constraints: list[Constraint]) -> list[float]:
     """The scalar path of max_min_fair.
 
@@ -153,17 +184,9 @@ def _progressive_filling_scalar(flows: list[Flow], constraints: list[Constraint]
     # flow -> position, in flow order; `capped` is the subset with a rate bound
     unfrozen = dict(zip(flows, range(n), strict=False))
     capped = {f: i for f, i in unfrozen.items() if f.max_rate is not None}
-    inf = math.inf
     while unfrozen:
-        step = inf
-        limiting_c = -1
+        step, limiting_c = _tightest(live, residual, demand)
         limiting_f: Flow | None = None
-        for j in live:
-            r = residual[j]
-            s = (r if r > 0.0 else 0.0) / demand[j]
-            if s < step:
-                step = s
-                limiting_c = j
         for f, i in capped.items():
             s = max(f.max_rate - rates[i], 0.0) / f.weight  # type: ignore[operator]
             if s < step:
@@ -189,12 +212,7 @@ def _progressive_filling_scalar(flows: list[Flow], constraints: list[Constraint]
             i = unfrozen.pop(f)
             if f.max_rate is not None:
                 del capped[f]
-            for j, kw in edges[i]:
-                demand[j] -= kw
-                users[j] -= 1
-                if users[j] == 0:
-                    demand[j] = 0.0
-                    emptied = True
+            emptied = _take_off(demand, users, edges[i]) or emptied
         if emptied:
             live = [j for j in live if users[j] > 0]
     return rates
@@ -301,3 +319,107 @@ def _progressive_filling_vector(flows: list[Flow], constraints: list[Constraint]
             demand[users == 0] = 0.0
     loads = np.bincount(cols, weights=coefs * rates[rows], minlength=m)
     return Allocation(rates.tolist(), loads.tolist())
+
+
+class Row(NamedTuple):
+    """`count` symmetric flows allocated as one (simulator/flow_classes.py): each has this weight and rate bound."""
+
+    name: str
+    weight: float
+    count: int
+    cap: float  # the per-flow rate bound; math.inf where there is none
+
+
+class RowGroup(NamedTuple):
+    """Rows with one usage: (column in the solver's capacity list, coefficient) for each limited constraint."""
+
+    usage: tuple[tuple[int, float], ...]
+    rows: list[Row]
+
+
+def _one_round(groups: list[RowGroup], capacity: list[float], demand: list[float], users: list[int], rows: int) -> list[list[float]] | None:
+    """The rates when the first round freezes every row: its limiting constraint is crossed by all rows and
+    no row's bound comes first (row 6: the store).  The same arithmetic as that round of the loop below."""
+    step = math.inf
+    limiting = -1
+    for j, d in enumerate(demand):
+        if users[j] > 0:
+            s = capacity[j] / d if capacity[j] > 0.0 else 0.0
+            if s < step:
+                step = s
+                limiting = j
+    if limiting < 0 or users[limiting] != rows:
+        return None
+    for g in groups:
+        for row in g.rows:
+            if row.cap / row.weight < step:
+                return None
+    return [[row.weight * step for row in g.rows] for g in groups]
+
+
+def progressive_filling_rows(groups: list[RowGroup], capacity: list[float]) -> list[list[float]]:
+    """Per-flow rates of rows of symmetric flows, per group: the scalar path's progressive filling with a row's
+    demand on a constraint counted `count` times (max-min fairness gives symmetric flows one rate, so the
+    rounds, the steps and the freezing tests are those of the flows one by one; only sums are grouped).
+    Rows with one usage share their per-constraint bookkeeping, so a round costs constraints + rows."""
+    m = len(capacity)
+    demand = [0.0] * m
+    users = [0] * m
+    col_groups: list[list[int]] = [[] for _ in range(m)]
+    for gi, (usage, rows) in enumerate(groups):
+        wn = 0.0
+        for row in rows:
+            wn += row.weight * row.count
+        for j, k in usage:
+            demand[j] += k * wn
+            users[j] += len(rows)
+            col_groups[j].append(gi)
+    left = sum(len(g.rows) for g in groups)
+    fast = _one_round(groups, capacity, demand, users, left)
+    if fast is not None:
+        return fast
+    rates = [[0.0] * len(g.rows) for g in groups]
+    unfrozen = [dict.fromkeys(range(len(g.rows))) for g in groups]
+    # (group, row) -> its bound
+    capped = {(gi, ri): row.cap for gi, g in enumerate(groups) for ri, row in enumerate(g.rows) if not math.isinf(row.cap)}
+    residual = list(capacity)
+    tight = [REL_EPS * c for c in capacity]
+    live = [j for j in range(m) if users[j] > 0]
+    while left:
+        step, limiting_c = _tightest(live, residual, demand)
+        limiting_r: tuple[int, int] | None = None
+        for (gi, ri), cap in capped.items():
+            s = max(cap - rates[gi][ri], 0.0) / groups[gi].rows[ri].weight
+            if s < step:
+                step = s
+                limiting_c = -1
+                limiting_r = (gi, ri)
+        if limiting_c < 0 and limiting_r is None:
+            gi = next(g for g, u in enumerate(unfrozen) if u)
+            raise EngineError(f"flow {groups[gi].rows[next(iter(unfrozen[gi]))].name!r} is unbounded: no constraint limits it")
+        for gi, u in enumerate(unfrozen):
+            rows, rate = groups[gi].rows, rates[gi]
+            for ri in u:
+                rate[ri] += rows[ri].weight * step
+        frozen: dict[tuple[int, int], None] = {}
+        for j in live:
+            residual[j] -= demand[j] * step
+            if residual[j] <= tight[j] or j == limiting_c:
+                for gi in col_groups[j]:
+                    frozen.update(((gi, ri), None) for ri in unfrozen[gi])
+        for (gi, ri), cap in capped.items():
+            if (gi, ri) == limiting_r or rates[gi][ri] >= cap * (1.0 - REL_EPS):
+                frozen[gi, ri] = None
+        emptied = False
+        for gi, ri in frozen:
+            if ri not in unfrozen[gi]:
+                continue
+            del unfrozen[gi][ri]
+            capped.pop((gi, ri), None)
+            left -= 1
+            row = groups[gi].rows[ri]
+            wn = row.weight * row.count
+            emptied = _take_off(demand, users, [(j, k * wn) for j, k in groups[gi].usage]) or emptied
+        if emptied:
+            live = [j for j in live if users[j] > 0]
+    return rates

@@ -180,3 +180,36 @@ def law_latency(l0: float, service: float, n: float, units: float | None = None)
     if n == low:
         return r_low
     return r_low + (n - low) * (mva(demands, delay, low + 1) - r_low)
+
+
+def per_request_fork_join(clients: int, drives: int, units: int, unit_s: float, width: int, phases: int = 1,
+                          sigma: float = 0.25, requests: int = 12000, seed: int = 13) -> tuple[float, float]:
+    """(throughput, mean latency) of `clients` requests in a closed loop over `drives` drives of `units`
+    processor-sharing flash units each (simulator.per_request.units, as the per-request mode's SSDs).
+    A request puts `width` pieces on `width` consecutive drives from a random one, each on a random unit
+    with lognormal work of mean unit_s and log-spread sigma, waits for all of them (the join), and does
+    that `phases` times on the same drives (a RAID 5 small write reads, then writes)."""
+    from iowatt.simulator.per_request.units import FlashUnits
+
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    flash = [FlashUnits(env, float(units)) for _ in range(drives)]
+
+    def request():
+        start = int(rng.integers(drives))
+        for _phase in range(phases):
+            joined = env.event()
+            left = [width]
+
+            def piece_done(_request: object, left: list[int] = left, joined: simpy.Event = joined) -> None:
+                left[0] -= 1
+                if left[0] == 0:
+                    joined.succeed()
+
+            for i in range(width):
+                unit = flash[(start + i) % drives]
+                work = unit_s * float(np.exp(sigma * rng.standard_normal() - 0.5 * sigma * sigma))
+                unit.read(unit.pick(float(rng.random())), work, None, piece_done)
+            yield joined
+
+    return closed_loop(env, clients, request, requests)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -18,11 +19,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from iowatt.models import hdd
 from iowatt.models.closed_network import Delay, Station, solve, throughput_curve
+from iowatt.models.fork_join import expected_max
 from iowatt.simulator.flows import FlowEngine
+from iowatt.simulator.per_request.latency import read_sigma
 from iowatt.simulator.storage import Access, ConcurrencyLaw, Drive, Usage
 from iowatt.simulator.storage.member_law import MemberLoad, volume_loop
 from iowatt.simulator.system import SystemConfig, SystemRuntime
-from queueing_oracle import per_request_array
+from queueing_oracle import per_request_array, per_request_fork_join
 
 B = 131072.0
 
@@ -164,14 +167,18 @@ def test_members_hold_the_balls_in_bins_share_not_n_over_drives():
 
 def test_raid5_small_write_holds_two_phases_at_queue_depth_one():
     """Oracle: md's read-modify-write reads old data and parity, then writes both: at QD 1 the request
-    takes the read's latency plus the write's (two phases), and the law starts there."""
+    takes the read's latency plus the write's (two phases), each the slower of two pieces whose times are
+    lognormal of mean one and log-spread sigma: E[max of two] = 2 Phi(sigma / sqrt 2) (order statistics of
+    the lognormal); and the law starts there."""
     engine = FlowEngine(simpy.Environment())
     system = SystemRuntime(engine, SystemConfig.model_validate(
         {"storage": {"kind": "raid", "level": 5, "count": 8, "device": "micron-7450-pro"}}))
     volume = system.volume
     w = Access("write", 4096, "rand", 1)
     drive = volume.drives[0]
-    expected = drive.qd1_latency_s(w) + drive.qd1_latency_s(w.with_(op="read"))
+    sigma = read_sigma(drive.spec)[0]
+    slower_of_two = 2.0 * NormalDist().cdf(sigma / math.sqrt(2.0))
+    expected = (drive.qd1_latency_s(w) + drive.qd1_latency_s(w.with_(op="read"))) * slower_of_two
     assert volume.qd1_latency_s(w) == pytest.approx(expected)
     law = volume.concurrency(w)
     assert law.requests_per_second(1) == pytest.approx(1 / expected)
@@ -193,3 +200,37 @@ def test_more_requests_in_flight_never_slower_and_never_above_the_members():
     assert rates[-1] <= 16 * 1.0 / drive.concurrency(Access("read", B, "rand")).queue_seconds + 1e-6
     assert rates[5] < 16 * one  # QD 32 over 16 drives is not 16 drives at QD 32
     assert np.isfinite(rates).all()
+
+
+def _fork_join_law(n: int, units: int, width: int, phases: int, clients: int, sigma: float) -> tuple[float, float]:
+    engine = FlowEngine(simpy.Environment())
+    spec = object()
+    drives = []
+    for i in range(n):
+        d = _LawDrive(engine, f"d{i}", l0=1e-3, units=units, limit=None, service_s=None)
+        d.spec = spec  # type: ignore[assignment]
+        drives.append(d)
+    access = Access("read", B, "rand", clients)
+    load = MemberLoad(float(width * phases), float(width), tuple([1.0 / n] * n), ((access.with_(queue_depth=1.0), 1.0),))
+    qd1 = phases * 1e-3 * expected_max(width, 0.0, sigma)
+    x = volume_loop(drives, load, access, qd1, spread=sigma).law.requests_per_second(clients)
+    return x, clients / x
+
+
+@settings(max_examples=6, deadline=None)
+@given(n=st.integers(4, 24), units=st.integers(1, 8), width=st.integers(2, 4), phases=st.integers(1, 2),
+       clients=st.integers(1, 64))
+@example(n=8, units=4, width=4, phases=1, clients=2)  # the worst seen: throughput -6.6..-7 % (light load, four pieces)
+def test_array_requests_wait_for_their_slowest_member(n: int, units: int, width: int, phases: int, clients: int):
+    """Oracle: per-request SimPy of n drives of `units` processor-sharing flash units (the per-request mode's
+    units), each request's `width` pieces on consecutive drives, done when the last is (a RAID 5 small write:
+    two pieces, two phases).  The members' fork-join loop (member_law.fork_join_loop) is an approximation,
+    pessimistic at light load with several pieces (its M/M/1-PS variance counts arrivals during a piece's stay
+    as an open stream would; with two requests circulating there are fewer): throughput and mean latency
+    within 8 % (two pieces: within 5 % in every case measured)."""
+    width = min(width, n)
+    x, r = _fork_join_law(n, units, width, phases, clients, 0.25)
+    sim_x, sim_r = per_request_fork_join(clients, n, units, 1e-3, width, phases, 0.25, requests=max(12000, 200 * clients),
+                                         seed=n + clients)
+    assert x == pytest.approx(sim_x, rel=0.08)
+    assert r == pytest.approx(sim_r, rel=0.08)

@@ -38,9 +38,9 @@ def _rows(results: dict) -> dict[int, dict]:
     return {row["id"]: row for row in results["rows"]}
 
 
-def test_all_eight_rows_with_numeric_checks(results: dict) -> None:
+def test_all_ten_rows_with_numeric_checks(results: dict) -> None:
     rows = _rows(results)
-    assert sorted(rows) == list(range(1, 9))
+    assert sorted(rows) == list(range(1, 11))
     for row in rows.values():
         assert row["checks"], row["id"]
         for c in row["checks"]:
@@ -76,6 +76,10 @@ def test_ratios_are_quotients_of_their_parts(results: dict) -> None:
         assert j["failed"] == 0
         assert j["scenarios_per_second"] == pytest.approx(j["done"] / j["seconds"], rel=1e-12)
     assert d8["speedup_2_vs_1"] == pytest.approx(d8["jobs"]["2"]["scenarios_per_second"] / d8["jobs"]["1"]["scenarios_per_second"], rel=1e-12)
+    for figures in (v for v in rows[9]["detail"].values() if isinstance(v, dict)):  # issue 28: --uncertainty's cost
+        assert figures["cpu_ratio"] == pytest.approx(figures["uncertainty_cpu_s"] / figures["plain_cpu_s"], rel=1e-12)
+    d10 = rows[10]["detail"]
+    assert rows[10]["checks"][0]["value"] == pytest.approx(d10["uncertainty_cpu_s"] / d10["plain_cpu_s"], rel=1e-12)
 
 
 def test_per_request_models_predict_what_the_fluid_engine_predicts(results: dict) -> None:

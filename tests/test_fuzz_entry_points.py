@@ -177,7 +177,7 @@ def compare_cases(draw: st.DrawFn) -> Case:
         return [*base, *vary, *draw(st.sampled_from(FAILURE_BAD))], {}, "compare failure"
     option = draw(st.sampled_from([
         ["--interval", "0"], ["--interval", "-5"], ["--interval", "soon"], ["--interval", "daly"], *[[*vary, *v] for v in (
-            ["--vary", "storage.fill=0.1,0.2"], ["--vary", "storage.count=1,2,3"], ["--set", "storage.fill=0.2"])],
+            ["--vary", "storage.fill=0.1,0.2"], ["--zip", "--vary", "storage.count=1,2,3"], ["--set", "storage.fill=0.2"])],
         ["--vary", "x=1"], ["--vary", "storage.fill"], ["--vary", "storage.fill=,"], ["-f", "xml"], ["-o", "adir"]]))
     return [*base, *(vary if option[0] not in ("--vary",) else []), *option], {}, f"compare {option}"
 

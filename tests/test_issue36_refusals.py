@@ -30,14 +30,17 @@ runner = CliRunner()
 
 
 def refused(args: list[str], *phrases: str, env: dict[str, str] | None = None) -> str:
-    """Exit 2, one `error:` message holding every phrase, no traceback; returns the message."""
+    """Exit 2, one `error:` message holding every phrase, no traceback; returns the message.  Progress lines before it
+    (compare's "N cases" line) are stderr's business too; the error is the one line that starts with `error: `."""
     result = runner.invoke(app, [str(a) for a in args], env=env)
     assert result.exit_code == 2, (args, result.exit_code, result.output, result.exception)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.stderr.startswith("error: ") and "Traceback" not in result.output, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.stderr
+    message = result.stderr[result.stderr.index("error: "):]
     for phrase in phrases:
-        assert phrase in result.stderr, (phrase, result.stderr)
-    return result.stderr
+        assert phrase in message, (phrase, result.stderr)
+    return message
 
 
 @pytest.mark.parametrize("mtbf", ["inf", "1e308"])

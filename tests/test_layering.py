@@ -110,3 +110,15 @@ def test_no_import_cycles():
     for module in sorted(graph):
         if module not in state:
             visit(module)
+
+
+ENGINE_LAYERS = ("iowatt.simulator.maxmin", "iowatt.simulator.flow_network", "iowatt.simulator.flow_classes", "iowatt.simulator.flows")
+
+
+def test_the_engine_modules_import_downwards_only():
+    """The engine's modules, lowest first: the solver, the network state, the classes, the engine (issue 33).
+    Every import counts, lazy ones and `if TYPE_CHECKING:` blocks included, so none imports a module above it."""
+    for rank, module in enumerate(ENGINE_LAYERS):
+        above = set(ENGINE_LAYERS[rank + 1:])
+        bad = sorted(i for i in _imports(module) if i in above)
+        assert not bad, f"{MODULES[module].relative_to(REPO)} imports {bad}, above it in {ENGINE_LAYERS}"

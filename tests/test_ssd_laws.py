@@ -233,6 +233,26 @@ def test_wa_formula_limits() -> None:
     assert nand.greedy_write_amplification(u) == pytest.approx(1 / (2 * (1 - u)), rel=0.05)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1.0001, max_value=200.0))
+def test_lambert_w0_matches_scipy(a: float) -> None:
+    """The pure-Python W0 against scipy.special.lambertw (an independent implementation), on the
+    arguments the greedy-GC law uses: z = -a exp(-a) for a = 1/utilisation > 1."""
+    from scipy.special import lambertw
+
+    z = -a * math.exp(-a)
+    assert nand.lambert_w0(z) == pytest.approx(float(lambertw(z, 0).real), rel=1e-12, abs=1e-300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=0.2, max_value=0.999))  # below, WA - 1 < 1e-6 carries too few digits to invert
+def test_greedy_utilisation_inverts_the_wa_law(utilisation: float) -> None:
+    """Closed-form inverse: greedy_utilisation(greedy_write_amplification(u)) == u (the law's own fixed point
+    x0 = exp(-a (1 - x0)) solved for a; oracle: the forward Lambert-W form)."""
+    wa = nand.greedy_write_amplification(utilisation)
+    assert nand.greedy_utilisation(wa) == pytest.approx(utilisation, rel=1e-9)
+
+
 def test_fresh_out_of_box_vs_steady_state() -> None:
     """FOB random writes cost only the IU read-modify-write; steady state adds greedy GC."""
     spec = SPEC_P5336

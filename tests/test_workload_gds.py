@@ -16,7 +16,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iowatt.models import catalog
-from iowatt.models.gds import COMPAT_COPY_LATENCY_S, CUFILE_CPU_S_PER_IO, gds_loop
+from iowatt.models.gds import compat_copy_latency_s, cufile_cpu_s_per_io, gds_loop
 from iowatt.models.links import link_payload_Bps
 from iowatt.models.ssd import read_throughput_Bps, unloaded_latency_s
 from iowatt.scenarios.loader import ScenarioError, load
@@ -46,7 +46,7 @@ def test_one_thread_waits_for_its_own_read_and_its_cufile_call():
     m = simulate(_system(), GdsReadParams(block_size=2**20, threads=1, size_per_thread=2**28), seed=1).metrics
     l0 = unloaded_latency_s(spec, 2**20, False)  # type: ignore[arg-type]
     core_speed = catalog.spec_from("cpu", "intel-xeon-gold-6430").core_speed  # type: ignore[attr-defined]
-    assert m["latency_mean_us"] * 1e-6 == pytest.approx(l0 + CUFILE_CPU_S_PER_IO / core_speed, rel=1e-6)
+    assert m["latency_mean_us"] * 1e-6 == pytest.approx(l0 + cufile_cpu_s_per_io() / core_speed, rel=1e-6)
 
 
 @pytest.mark.parametrize("device", ["solidigm-d7-ps1010", "solidigm-d5-p5336"])
@@ -82,7 +82,7 @@ def _per_request_gds(threads: int, cores: int, cpu_s: float, units: int, unit_s:
         yield from hold(env, rng, cpu, cpu_s)
         yield from hold(env, rng, flash[int(rng.integers(units))], unit_s)
         if copy_s is not None:
-            yield env.timeout(float(rng.exponential(COMPAT_COPY_LATENCY_S)))
+            yield env.timeout(float(rng.exponential(compat_copy_latency_s())))
             yield from hold(env, rng, engine, copy_s)
 
     return closed_loop(env, threads, request, requests)[0]
@@ -121,7 +121,7 @@ def test_compat_mode_bounces_through_host_memory():
     """Compatibility mode: DRAM carries every byte twice and one request waits for its copy too."""
     p2p = simulate(_system(), GdsReadParams(block_size=2**20, threads=1, size_per_thread=2**27, mode="p2p"), seed=1)
     compat = simulate(_system(), GdsReadParams(block_size=2**20, threads=1, size_per_thread=2**27, mode="compat"), seed=1)
-    assert compat.metrics["latency_mean_us"] > p2p.metrics["latency_mean_us"] + COMPAT_COPY_LATENCY_S * 1e6 * 0.99
+    assert compat.metrics["latency_mean_us"] > p2p.metrics["latency_mean_us"] + compat_copy_latency_s() * 1e6 * 0.99
     across = GdsReadParams(path="cross_socket")
     assert across.data_mode == "compat" and GdsReadParams().data_mode == "p2p"
 

@@ -11,6 +11,7 @@ import typer
 
 from iowatt.app import App
 from iowatt.errors import UserError, user_errors
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 collect_app = App(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
 
@@ -221,8 +222,12 @@ def validate(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a prediction misses (tables only).")] = False,
     cross: Annotated[bool, typer.Option("--cross-validate", help="Also refit the calibrated values leaving one study out at a time (tables only).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Scenario runs in parallel processes (tables only); results keep the table's order.")] = 1,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 8,
+    level: LevelOption = 0.9,
+    method: MethodOption = "oat",
 ) -> None:
-    """Predict measurements and print predicted vs measured with the error."""
+    """Predict measurements and print predicted vs measured with the error (--uncertainty: each row's interval, scored)."""
     from iowatt.output import choose_format, write_text
 
     if bundle_path is not None and table is not None:
@@ -232,8 +237,10 @@ def validate(
             raise UserError("give --bundle BUNDLE --profile PROFILE.yaml, or a TABLE")
         from iowatt.commands.validation_table import validate_table
 
-        validate_table(table, fmt, strict, cross, jobs)
+        validate_table(table, fmt, strict, cross, jobs, settings(samples, level, method) if uncertainty else None)
         return
+    if uncertainty:
+        raise UserError("--uncertainty: works on a TABLE of published measurements, not on --bundle")
     if cross:
         raise UserError("--cross-validate: works on a TABLE of published measurements, not on --bundle")
     from iowatt.calibration.realcheck_bundle import is_realcheck

@@ -12,6 +12,8 @@ from iowatt.errors import user_errors
 
 if TYPE_CHECKING:
     from iowatt.models.catalog.bibliography import Source
+    from iowatt.models.provenance import Provenance
+    from iowatt.models.uncertainty import Range
     from iowatt.output.tables import Table
 
 FormatOption = Annotated[str | None, typer.Option("--format", "-f", help="table, json or csv (default: table on a terminal, json otherwise).")]
@@ -62,13 +64,15 @@ def catalog_show(
 
     entry = catalog.find(name)
     values = entry.spec.model_dump(mode="json")
-    keys = list(dict.fromkeys(k for prov in entry.provenance.values() for k in cited(f"{prov.src} {prov.note}")))
+    ranges = {field: _value_range(values.get(field), prov) for field, prov in entry.provenance.items()}
+    keys = list(dict.fromkeys(k for prov in entry.provenance.values() for k in cited(f"{prov.src} {prov.note} {prov.range_note}")))
     known = sources()
     chosen = choose_format(fmt, None, ("table", "json"))
     if chosen == "json":
         document = {
             "kind": entry.kind, "name": entry.name, "aliases": list(entry.aliases), "values": values,
             "provenance": {k: v.model_dump() for k, v in entry.provenance.items()},
+            "ranges": {k: {"low": r.low, "high": r.high, "shape": r.shape, "text": text} for k, (r, text) in ranges.items() if r},
             "sources": {k: known[k].__dict__ if k in known else None for k in keys},
         }
         write_text(serialize.to_json(document), None)
@@ -76,13 +80,38 @@ def catalog_show(
     rows = []
     for field, value in values.items():
         prov = entry.provenance.get(field)
-        rows.append([field, json.dumps(value) if not isinstance(value, str) else value, prov.p if prov else "",
+        rows.append([field, json.dumps(value) if not isinstance(value, str) else value, ranges.get(field, (None, ""))[1], prov.p if prov else "",
                      "; ".join(x for x in (prov.src, prov.note, f"fitted on {', '.join(prov.fitted_on)}" if prov.fitted_on else "") if x)
                      if prov else ""])
-    table = tables.Table(("field", "value", "provenance", "source / reasoning"), rows,
+    table = tables.Table(("field", "value", "range", "provenance", "source / reasoning"), rows,
                          title=f"{entry.kind} {entry.name} ({', '.join(entry.aliases) or 'no aliases'})")
     cites = [known[k].cite() if k in known else f"{k}: not in the bibliography (models/catalog/sources.yml)" for k in keys]
     write_text(tables.render([table, "sources (docs/sources.md):", *cites], width=140), None)
+
+
+def _value_range(value: object, prov: Provenance) -> tuple[Range | None, str]:
+    """A value's range and its text, `[low, high] shape` (x[low, high] for a list or mapping, whose range is factors;
+    `exact` for an empty spread); (None, "") where it has none."""
+    from iowatt.models.provenance import numbers_in
+    from iowatt.models.uncertainty import range_of
+
+    scalar = isinstance(value, int | float) and not isinstance(value, bool)
+    if not scalar and not (numbers_in(value) and prov.low is not None):
+        return None, ""
+    found = range_of(prov, float(value) if scalar else 1.0)
+    if found is None:
+        return None, ""
+    if found.low == found.high:
+        return found, "exact" if scalar or found.low == 1 else f"x{found.low:g}"
+    ends = f"{'x' if not scalar else ''}[{_number(found.low)}, {_number(found.high)}]"
+    shape = "" if found.shape == "uniform" else f" {found.shape}"
+    source = "" if prov.low is not None or prov.stderr is not None else f" ({prov.p} spread)"
+    return found, f"{ends}{shape}{source}"
+
+
+def _number(value: float) -> str:
+    """A range end as its value is written: up to 4 significant digits, no exponent below a billion."""
+    return f"{value:,.0f}" if abs(value) >= 1000 and abs(value) < 1e9 else f"{value:.4g}"
 
 
 def _source_table(entries: list[Source], key_column: str) -> Table:

@@ -10,6 +10,7 @@ import typer
 
 from iowatt.app import OutputOption
 from iowatt.errors import UserError, user_errors
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -56,8 +57,13 @@ def sweep(
     scheduler_file: Annotated[str | None, typer.Option("--scheduler-file", help="Dask scheduler file (dask-jobqueue, dask-mpi).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Keep the rows already in --output and skip their scenario hashes.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="csv or parquet (default: by --output extension).")] = None,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 16,
+    level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
 ) -> None:
-    """Run a grid or random sample of variants of one scenario; one row per case, in case order.
+    """Run a grid or random sample of variants of one scenario; one row per case, in case order (--uncertainty: each
+    row gains METRIC_low and METRIC_high, the central interval of every metric).
 
     Exit status 1 when some cases failed (they are listed, and their `error` column says why), 2 when the input is invalid
     (every case is an invalid scenario, an axis is given twice, a bad option). Progress goes to stderr: a bar on a terminal, else
@@ -80,6 +86,8 @@ def sweep(
         spec.ranges.append(sw.parse_range(text, "--range", spec.base))
     if random_ is not None:
         spec.samples, spec.seed = random_, seed
+    if uncertainty:
+        spec.uncertainty = settings(samples, level, method)
     cases = sw.expand(spec)
     with open_executor(jobs, address, scheduler_file) as executor:
         result = sweep_to_file(spec, executor, output, chosen, resume=resume, cases=cases)
@@ -198,13 +206,19 @@ def compare(
     interval: IntervalOption = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 16,
+    level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
 ) -> None:
-    """Run the scenario once per case and show metrics side by side, with each one's ratio to the first.
+    """Run the scenario once per case and show metrics side by side, with each one's ratio to the first
+    (--uncertainty: each value as `value [low, high]`; JSON and CSV gain METRIC_low / METRIC_high).
 
     The cases are every combination of the --vary lists (2 x 2 values: 4 cases), or, with --zip, the lists paired by position."""
     import itertools
     import json
 
+    from iowatt.models.uncertainty import recording_reads
     from iowatt.output import choose_format, write_text
     from iowatt.output.progress import ProgressBar
     from iowatt.output.serialize import to_csv
@@ -231,9 +245,11 @@ def compare(
     else:
         combos = list(itertools.product(*(values for _, values in axes)))
     formed = _cases_line(axes, len(combos), zip_)
-    print(f"compare: {formed}", file=sys.stderr)
+    if sys.stderr.isatty():  # a person watching; the output itself says it too (JSON `formed`, the table's title)
+        print(f"compare: {formed}", file=sys.stderr)
     spec = sw.Sweep(base=base, origin=origin, grid=axes, overrides=list(set_ or []))
     sw.check_axes(spec, "--vary")
+    sampling = settings(samples, level, method) if uncertainty else None
     cases = []
     with ProgressBar("compare", len(combos)) as bar:
         for index, combo in enumerate(combos):
@@ -241,9 +257,17 @@ def compare(
             resolved, _, error = sw.resolve_case(spec, case)
             if resolved is None:
                 raise UserError(error)
-            document, _ = run_scenario(validate(resolved, origin))
+            loaded = validate(resolved, origin)
+            with recording_reads() as reads:
+                document, _ = run_scenario(loaded)
             metrics = dict(document["metrics"])
             metrics.update({k: v for k, v in sw.drive_write_metrics(document).items() if k not in metrics})
+            if sampling is not None:
+                from iowatt.scenarios.executors import open_executor
+                from iowatt.scenarios.uncertainty import interval_columns
+
+                with open_executor(None) as executor:
+                    metrics.update(interval_columns(loaded, sampling, document, reads, executor))
             metrics.update({k: v for k, v in pl.derived_metrics(metrics, resolved, failure=failure, interval=tau).items() if v is not None})
             label = ", ".join(f"{k}={v}" for k, v in case.values.items())
             cases.append({"label": label, "values": {k: sw._typed(v) for k, v in case.values.items()}, "metrics": metrics})
@@ -288,15 +312,22 @@ def _metric_names(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def _compare_table(cases: list[dict[str, Any]], formed: str) -> str:
+    from iowatt.output.intervals import interval_cell
     from iowatt.output.tables import Table, format_number, render
 
     rows = []
-    for name in _metric_names(cases):
+    names = _metric_names(cases)
+    ends = {n.removesuffix("_low") for n in names if n.endswith("_low") and n.removesuffix("_low") + "_high" in names}
+    for name in names:
+        if (name.endswith("_low") and name.removesuffix("_low") in ends) or (name.endswith("_high") and name.removesuffix("_high") in ends) \
+                or name.startswith("uncertainty_"):
+            continue  # shown inside the metric's own cell
         cells = []
         for i, case in enumerate(cases):
             value = case["metrics"].get(name)
             ratio = case["ratio"].get(name)
-            text = "" if value is None else format_number(value)
+            low, high = case["metrics"].get(f"{name}_low"), case["metrics"].get(f"{name}_high")
+            text = "" if value is None else interval_cell(value, low, high) if name in ends else format_number(value)
             if i > 0 and ratio is not None:
                 text += f" ({ratio:.3g}x)"
             cells.append(text)
@@ -316,8 +347,13 @@ def plan(
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the cost-vs-time Pareto plot to this PNG (needs matplotlib).")] = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
+    uncertainty: UncertaintyOption = False,
+    samples: SamplesOption = 16,
+    level: LevelOption = 0.9,
+    method: MethodOption = "sobol",
 ) -> None:
-    """Search candidate configurations for the best one that meets the constraints."""
+    """Search candidate configurations for the best one that meets the constraints (--uncertainty: each configuration
+    gains METRIC_low / METRIC_high; constraints and ranking read the point prediction)."""
     import json
     import math
 
@@ -332,11 +368,12 @@ def plan(
 
         check_png_target(plot)
     spec = pl.load_spec(spec_file)
+    sampling = settings(samples, level, method) if uncertainty else None
     combinations = math.prod(len(values) for _, values in spec.choices)
     # the exhaustive search's cases are known up front (a monotone search's are not: it shows nothing)
     with open_executor(jobs, address, scheduler_file) as executor, \
             ProgressBar("plan", combinations if combinations <= spec.max_exhaustive else 0) as bar:
-        result = pl.search(spec, executor, on_case=bar.advance)
+        result = pl.search(spec, executor, on_case=bar.advance, uncertainty=sampling)
     ranked = result.ranked()
     cost_axis = "cost_usd" if result.feasible and all(c.get("cost_usd") is not None for c in result.feasible) else "device_count"
     front = result.pareto(cost_axis)
@@ -383,6 +420,7 @@ def _plan_columns(spec: Any) -> list[str]:
 
 
 def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, Any]], cost_axis: str, rejected: list[dict[str, Any]]) -> str:
+    from iowatt.output.intervals import interval_cell
     from iowatt.output.tables import Table, format_number, render
 
     spec = result.spec
@@ -397,7 +435,8 @@ def _plan_text(result: Any, best: list[dict[str, Any]], front: list[dict[str, An
         value = row.get(column)
         if value is None:
             return "no price in catalog" if column == "cost_usd" else ""
-        return format_number(value)
+        low, high = row.get(f"{column}_low"), row.get(f"{column}_high")  # plan --uncertainty
+        return interval_cell(value, low, high) if low is not None and high is not None else format_number(value)
 
     def table(title: str, rows: list[dict[str, Any]]) -> Table:
         return Table(columns, [[cell(row, c) for c in columns] for row in rows], title=title)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,10 +16,15 @@ import typer
 
 from iowatt.errors import user_errors
 from iowatt.output.figures import FigureClaim, FigureRun, StudyFigure
+from iowatt.output.intervals import interval_cell
 from iowatt.output.tables import Table, format_number
+from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 if TYPE_CHECKING:
-    from iowatt.scenarios.reproduce import SectionResult, StudyResult
+    from iowatt.scenarios.reproduce import Claim, SectionResult, StudyResult
+    from iowatt.scenarios.reproduce_intervals import CellInterval, CellKey
+
+    Bounds = Mapping[tuple[str, str], tuple[float, float]]
 
 
 def register(app: typer.Typer) -> None:
@@ -31,6 +37,10 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option("--out", help="Write figures (PNG, SVG), their CSVs and index.md here.")] = None,
         jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes for the studies' scenarios (default: CPU count; "
                                                                       "0 = run in this process). The output is the same in any case.")] = None,
+        uncertainty: UncertaintyOption = False,
+        samples: SamplesOption = 4,
+        level: LevelOption = 0.9,
+        method: MethodOption = "oat",
     ) -> None:
         """Run a published study's scenarios; print its comparison tables (published vs predicted) and draw its figures.
 
@@ -47,7 +57,13 @@ def register(app: typer.Typer) -> None:
         studies = rp.load_studies(list(rp.study_files()) if every else [study])
         with open_executor(jobs) as executor, ProgressBar("reproduce", len(rp.distinct_runs(studies))) as bar:
             results = rp.run_studies(studies, executor, bar.advance)
-        text, written = present(results, out, "all" if every else study)
+        intervals = None
+        if uncertainty:
+            from iowatt.scenarios.reproduce_intervals import cell_intervals
+
+            with open_executor(jobs) as executor, ProgressBar("uncertainty", len(rp.distinct_runs(studies))) as bar:
+                intervals = cell_intervals(studies, settings(samples, level, method), executor, bar.advance)
+        text, written = present(results, out, "all" if every else study, intervals)
         sys.stdout.write(text + "\n")
         if out is not None:
             kind = "figures, CSVs" if figures.plots_available() else "CSVs (no figures: matplotlib missing)"
@@ -64,8 +80,14 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else format_number(value)
 
 
-def section_tables(result: SectionResult) -> tuple[Table, Table | None]:
-    """The study's own table (runs x metrics) and the published figures beside iowatt's (None when the section has none)."""
+def _cell(value: float | None, bound: tuple[float, float] | None) -> str:
+    return _fmt(value) if value is None or bound is None else interval_cell(value, *bound)
+
+
+def section_tables(result: SectionResult, bounds: Bounds | None = None) -> tuple[Table, Table | None]:
+    """The study's own table (runs x metrics) and the published figures beside iowatt's (None when the section has none);
+    with `bounds` (reproduce --uncertainty), each prediction as `value [low, high]`."""
+    bounds = bounds or {}
     section = result.section
     show_x = any(r.x is not None for r in section.runs)
     suffix = " (mean)" if section.figure == "trace" else ""
@@ -74,25 +96,30 @@ def section_tables(result: SectionResult) -> tuple[Table, Table | None]:
     rows = []
     for run in section.runs:
         cells = [result.values[(run.label, m.label)] for m in section.metrics]
-        rows.append([run.label, *([_fmt(run.x)] if show_x else []), *("ERROR" if c.failure else _fmt(c.predicted) for c in cells),
+        rows.append([run.label, *([_fmt(run.x)] if show_x else []),
+                     *("ERROR" if c.failure else _cell(c.predicted, bounds.get((run.label, m.label))) for c, m in zip(cells, section.metrics, strict=True)),
                      *(result.labels.get((run.label, name), "") for name in section.labels)])
     runs = Table(columns, rows, right=frozenset(numbers[1:]))
     if not result.claims:
         return runs, None
     from iowatt.scenarios.reproduce import claim_label
 
-    claim_rows = [[claim_label(c.published), _fmt(c.published.value), _fmt(c.predicted),
+    def absolute(c: Claim) -> tuple[float, float] | None:  # an interval where the claim is the cell itself
+        p = c.published
+        return bounds.get((p.run, p.metric)) if p.relative_to is None and p.span is None else None
+
+    claim_rows = [[claim_label(c.published), _fmt(c.published.value), _cell(c.predicted, absolute(c)),
                    "-" if c.error is None else f"{100 * c.error:+.1f}", c.published.source] for c in result.claims]
     claims = Table(["claim", "published", "iowatt", "error %", "source"], claim_rows, title="published vs iowatt",
                    right=frozenset({"published", "iowatt", "error %"}), title_left=True)
     return runs, claims
 
 
-def section_text(result: SectionResult) -> str:
+def section_text(result: SectionResult, bounds: Bounds | None = None) -> str:
     from iowatt.output.tables import render
     from iowatt.scenarios.reproduce import failures
 
-    runs, claims = section_tables(result)
+    runs, claims = section_tables(result, bounds)
     # the title goes on its own line: as a table title rich would wrap it to the table's width
     blocks: list[Table | str] = [result.section.title, runs, *([claims] if claims else [])]
     blocks += [f"not run: {run}: {why}" for run, why in failures(result).items()]
@@ -100,11 +127,11 @@ def section_text(result: SectionResult) -> str:
     return render(blocks, width=160)
 
 
-def section_markdown(result: SectionResult) -> list[str]:
+def section_markdown(result: SectionResult, bounds: Bounds | None = None) -> list[str]:
     from iowatt.output.tables import markdown
     from iowatt.scenarios.reproduce import failures
 
-    runs, claims = section_tables(result)
+    runs, claims = section_tables(result, bounds)
     lines = markdown(runs)
     if claims is not None:
         lines += markdown(Table(["published claim", *claims.columns[1:]], claims.rows, right=claims.right))
@@ -114,7 +141,7 @@ def section_markdown(result: SectionResult) -> list[str]:
     return lines + ([result.section.note, ""] if result.section.note else [])
 
 
-def section_figure(result: SectionResult) -> StudyFigure:
+def section_figure(result: SectionResult, bounds: Bounds | None = None) -> StudyFigure:
     from iowatt.scenarios.reproduce import published_absolute
     from iowatt.scenarios.reproduce_trace import trace_positions
 
@@ -129,11 +156,14 @@ def section_figure(result: SectionResult) -> StudyFigure:
         note=s.note,
         claims=[FigureClaim(c.published.run, c.published.metric, c.published.value, c.published.relative_to,
                             published_absolute(result, c.published), c.published.span) for c in result.claims],
+        intervals=dict(bounds or {}),
     )
 
 
-def present(results: list[StudyResult], out: Path | None, asked: str) -> tuple[str, list[Path]]:
-    """(the text to print, the files written under `out`): tables always; with `out`, CSVs, figures and index.md."""
+def present(results: list[StudyResult], out: Path | None, asked: str,
+            intervals: Mapping[CellKey, CellInterval] | None = None) -> tuple[str, list[Path]]:
+    """(the text to print, the files written under `out`): tables always; with `out`, CSVs, figures and index.md;
+    with `intervals` (reproduce --uncertainty), each prediction's interval in the tables and as error bars."""
     from iowatt.output import figures
     from iowatt.output.files import write_text
     from iowatt.output.serialize import to_csv
@@ -151,10 +181,12 @@ def present(results: list[StudyResult], out: Path | None, asked: str) -> tuple[s
         stems: set[str] = set()
         for result in study.sections:
             section = result.section
-            text.append(section_text(result))
+            bounds = {(run, metric): (i.low, i.high) for (sid, title, run, metric), i in (intervals or {}).items()
+                      if sid == study.study.id and title == section.title}
+            text.append(section_text(result, bounds))
             body += [f"### {section.title}", ""]
             if out is None:
-                body += section_markdown(result)
+                body += section_markdown(result, bounds)
                 continue
             folder = out / study.study.id
             folder.mkdir(parents=True, exist_ok=True)
@@ -167,9 +199,9 @@ def present(results: list[StudyResult], out: Path | None, asked: str) -> tuple[s
             written.append(stem.with_suffix(".csv"))
             drawn = plots and section.figure != "none"
             if drawn:
-                written += figures.draw_study_figure(section_figure(result), stem)
+                written += figures.draw_study_figure(section_figure(result, bounds), stem)
                 body += [f"![{section.title}]({study.study.id}/{name}.png)", ""]
-            body += section_markdown(result)
+            body += section_markdown(result, bounds)
             body += [f"Data: [{name}.csv]({study.study.id}/{name}.csv)"
                      + (f", vector figure: [{name}.svg]({study.study.id}/{name}.svg)" if drawn else ""), ""]
         errors = study.abs_errors()

@@ -12,10 +12,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from iowatt.errors import UserError
+
+if TYPE_CHECKING:
+    from iowatt.scenarios.uncertainty import Settings
 
 FORMATS = ("table", "json", "markdown")
 
@@ -39,7 +43,8 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs: int) -> None:
+def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs: int, uncertainty: Settings | None = None) -> None:
+    from iowatt.commands.validation_intervals_view import interval_markdown, interval_text
     from iowatt.commands.validation_view import render_markdown, render_text
     from iowatt.output import choose_format, write_text
     from iowatt.output.serialize import to_json
@@ -64,16 +69,35 @@ def validate_table(path: Path, fmt: str | None, strict: bool, cross: bool, jobs:
 
         with _progress("cross-validation runs") as progress:
             validation = cross_validate(table, path.parent, report, cache, jobs=jobs, progress=progress)
+    intervals = None
+    if uncertainty is not None:
+        from iowatt.scenarios.executors import open_executor
+        from iowatt.scenarios.validation_intervals import interval_score_summary, row_intervals
+
+        with _progress("uncertainty: rows sampled") as progress, open_executor(jobs) as executor:
+            intervals = row_intervals(table, path.parent, report.rows, uncertainty, executor, progress)
+        report.summary["uncertainty"] = {"level": uncertainty.level, **interval_score_summary(report.rows, intervals)}
     if chosen == "json":
         document = report.as_dict()
+        if intervals is not None:
+            for row in document["rows"]:  # type: ignore[union-attr]
+                found = intervals.get(str(row["id"]))  # type: ignore[index]
+                row.update(found.as_dict() if found is not None else {"interval": None, "covered": None})  # type: ignore[union-attr]
         if validation is not None:
             document["cross_validation"] = validation.as_dict()
         write_text(to_json(document), None)
     elif chosen == "markdown":
-        command = f"iowatt validate {path.as_posix()}{' --cross-validate' if cross else ''} --format markdown"
-        write_text(render_markdown(report, validation, command, path.as_posix()), None)
+        command = f"iowatt validate {path.as_posix()}{' --cross-validate' if cross else ''}{' --uncertainty' if intervals else ''} --format markdown"
+        text = render_markdown(report, validation, command, path.as_posix())
+        write_text(text + (interval_markdown(report, intervals) if intervals is not None else ""), None)
     else:
-        write_text(render_text(report, validation), None)
+        text = render_text(report, validation)
+        write_text(text + (interval_text(report, intervals) if intervals is not None else ""), None)
     failed = any(r.failure for r in report.rows) or (validation is not None and any(r.failure for s in validation.studies for r in s.rows))
+    unsampled = [i.id for i in (intervals or {}).values() if i.too_many_failed]
+    if unsampled:
+        print(f"error: more than 10 % of the sampled runs failed for {', '.join(unsampled)}: their intervals are not trustworthy",
+              file=sys.stderr)
+        failed = True
     if failed or (strict and any(not r.within for r in report.rows)):
         raise typer.Exit(1)

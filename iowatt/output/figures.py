@@ -63,6 +63,8 @@ class StudyFigure:
     y_log: bool = False
     trace_xs: Mapping[tuple[str, str], Sequence[float]] = field(default_factory=dict)  # `trace`: each point's x (else its index)
     note: str = ""  # the section's note: `pairs` prints it under a panel where some runs have no published figure
+    # `reproduce --uncertainty`: (run label, metric label) -> the prediction's interval (low, high), drawn as error bars
+    intervals: Mapping[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
 
 
 def plots_available() -> bool:
@@ -128,6 +130,17 @@ def _wrap(text: str, width: int = 14) -> str:
     return "\n".join([*lines, current])
 
 
+def _error_bars(ax: Axes, xs: Sequence[float], values: Sequence[float], bounds: Sequence[tuple[float, float] | None],
+                label: bool = True) -> None:
+    """Each prediction's interval as a black error bar on its bar or point (where it has one)."""
+    shown = [(x, v, b) for x, v, b in zip(xs, values, bounds, strict=True) if b is not None and not math.isnan(v)]
+    if not shown:
+        return
+    ax.errorbar([x for x, _, _ in shown], [v for _, v, _ in shown],
+                yerr=[[max(v - b[0], 0.0) for _, v, b in shown], [max(b[1] - v, 0.0) for _, v, b in shown]],
+                fmt="none", ecolor="black", elinewidth=1.0, capsize=3, label="iowatt interval" if label else None)
+
+
 def _draw_bars(data: StudyFigure) -> Figure:
     """Grouped bars, each metric relative to the first run; published claims as black diamonds at their level."""
     plt = _pyplot()
@@ -147,6 +160,11 @@ def _draw_bars(data: StudyFigure) -> Figure:
             value = data.values[(run, m)]
             heights.append(value / first if value is not None and first else 0.0)
         bars = ax.bar([p + offset(i) for p in positions], heights, width, label=run)
+        relative = []
+        for m in metrics:
+            first, bound = data.values[(runs[0], m)], data.intervals.get((run, m))
+            relative.append((bound[0] / first, bound[1] / first) if bound is not None and first else None)
+        _error_bars(ax, [p + offset(i) for p in positions], heights, relative, label=i == 0)
         for bar, m in zip(bars, metrics, strict=True):
             # the absolute value sits inside the bar, so published diamonds at the bar's top stay readable
             ax.annotate(_label(data.values[(run, m)]), (bar.get_x() + bar.get_width() / 2, bar.get_height() / 2), ha="center",
@@ -208,6 +226,8 @@ def _draw_lines(data: StudyFigure) -> Figure:
             ordered = sorted(runs, key=lambda r: r.x or 0.0)
             ax.plot([r.x for r in ordered], [_nan(data.values[(r.label, m)]) for r in ordered],
                     marker="o", color=colours[name], label=f"iowatt: {name}" if len(groups) > 1 else "iowatt")
+            _error_bars(ax, [r.x or 0.0 for r in ordered], [_nan(data.values[(r.label, m)]) for r in ordered],
+                        [data.intervals.get((r.label, m)) for r in ordered], label=name == next(iter(groups)))
         shown: set[str] = set()
         for c in data.claims:
             if c.metric != m or c.absolute is None:
@@ -251,6 +271,7 @@ def _draw_pairs(data: StudyFigure) -> Figure:
         width = 0.4 if published else 0.6
         shift = width / 2 if published else 0.0
         bars = ax.bar([p - shift for p in positions], [0.0 if math.isnan(v) else v for v in predicted], width, label="iowatt", color="C0")
+        _error_bars(ax, [p - shift for p in positions], predicted, [data.intervals.get((r, m)) for r in runs])
         for bar, v in zip(bars, predicted, strict=True):
             ax.annotate(_label(v), (bar.get_x() + bar.get_width() / 2, bar.get_height() or 1e-9), ha="center", va="bottom", fontsize=7)
         if published:

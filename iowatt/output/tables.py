@@ -78,7 +78,13 @@ def result_tables(document: Mapping[str, object]) -> list[Table | str]:
     units = document.get("units")
     stated = units if isinstance(units, Mapping) else {}  # names that do not say their unit (DLIO's MB/s is MiB/s)
     rows = [[str(k), format_number(v), unit_of(str(k), str(stated.get(k, "")))] for k, v in metrics.items()] if isinstance(metrics, Mapping) else []
-    tables: list[Table | str] = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
+    block = document.get("uncertainty")
+    if isinstance(block, Mapping) and isinstance(metrics, Mapping):  # --uncertainty: median [low, high] and what moves it
+        from iowatt.output.intervals import metrics_table
+
+        tables: list[Table | str] = metrics_table(title, metrics, block, {row[0]: row[2] for row in rows})
+    else:
+        tables = [Table(["metric", "value", "unit"], rows, title=f"{title}: metrics", right=frozenset({"value"}))]
     storage = document.get("storage")
     if isinstance(storage, Mapping) and "binding_constraint" in storage:  # a volume that names its binding station
         paths = storage.get("erasure_paths")

@@ -66,7 +66,7 @@ def _parse_file(path: Path) -> list[CatalogEntry]:
         fields = dict(fields)
         aliases = tuple(fields.pop("aliases", ()) or ())
         try:
-            plain, record = unwrap(fields)
+            plain, record = unwrap(fields, ranged=True)
             spec = spec_type.model_validate({"name": name, **plain})
             record = {**defaults_for(kind, set(plain)), **record}  # a default value carries its own provenance
         except (ValidationError, ValueError) as error:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from iowatt.simulator.workloads import WorkloadConfigError
 
-# assumed: a minute or two of one core (benchmarks/run.py row 5: ~3e5 requests per CPU second below the knee; a
-# saturated drive, thousands of reads sharing each unit, runs ~1e5)
+# chosen (a run budget: it refuses a run, it never changes a result): a minute or two of one core
+# (benchmarks/run.py row 5: ~3e5 requests per CPU second below the knee; a saturated drive, thousands of reads
+# sharing each unit, runs ~1e5)
 MAX_EVENTS = 2e7
 EVENTS_PER_PIECE = 2.0  # measured on fio 4K..1M read and write runs (the run reports its own count)
 

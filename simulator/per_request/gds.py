@@ -5,14 +5,14 @@ What reaches the drives follows the cuFile API (models.gds.drive_requests):
 batch puts every read at the drive, sync and async one per thread (an async
 thread's reads wait on its CUDA stream in issue order: loop.StreamOrder).  A
 read then holds one of the host's cores for cuFile's submission (an
-exponential time of mean CUFILE_CPU_S_PER_IO on the host's cores, unless an
+exponential time of mean models.gds.cufile_cpu_s_per_io() on the host's cores, unless an
 async stream hides it), crosses the volume's layout to the drives
 (volume.py), and
 
 - peer to peer: the GPU's PCIe link, a cut-through pacer at the link's copy
   rate (loop.LinkPacer), the fluid model's link constraint;
 - in compatibility mode: the GPU's copy engine (one server, the link's copy
-  rate) and the copy's launch delay (models.gds.COMPAT_COPY_LATENCY_S).
+  rate) and the copy's launch delay (models.gds.compat_copy_latency_s()).
 
 Metrics are gds_read's, plus the latency percentiles.
 """
@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 
 import numpy as np
-from iowatt.models.gds import COMPAT_COPY_LATENCY_S, CUFILE_CPU_S_PER_IO, drive_requests, submission_hidden
+from iowatt.models.gds import compat_copy_latency_s, cufile_cpu_s_per_io, drive_requests, submission_hidden
 from iowatt.simulator.per_request import budget, histogram
 from iowatt.simulator.per_request.energy import Ledger
 from iowatt.simulator.per_request.loop import Delay, LinkPacer, Station, StreamOrder, Streams, Submit
@@ -53,13 +53,13 @@ def _path(ctx: RunContext, params: GdsReadParams, striped: StripedRequests, bloc
     stages: list[Station | Delay] = []
     storage: Submit = striped.submit
     if params.data_mode == "compat":
-        launch = Delay(env, COMPAT_COPY_LATENCY_S, lambda r, _size, _write, done: done(r))
+        launch = Delay(env, compat_copy_latency_s(), lambda r, _size, _write, done: done(r))
         copy = Station(env, 1, block / system.gpus[params.gpu].link_h2d.capacity, draw, launch.submit)
         stages += [launch, copy]
         storage = _then(striped.submit, copy)
     entry = storage
     if not submission_hidden(params.api, params.io_depth):
-        cpu = Station(env, system.host.cpu.capacity, CUFILE_CPU_S_PER_IO / system.host.core_speed, draw, storage)
+        cpu = Station(env, system.host.cpu.capacity, cufile_cpu_s_per_io() / system.host.core_speed, draw, storage)
         stages.append(cpu)
         entry = cpu.submit
     if params.api != "batch" and params.io_depth > 1:

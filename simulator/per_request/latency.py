@@ -11,12 +11,12 @@ gets the same kind of factor with its own sigma.  `iowatt calibrate` fits both
 from a fio bundle's clat histograms (calibration.latency) into the profile.
 
 Where nothing is published or fitted the spreads are assumed:
-  DEFAULT_READ_SIGMA = 0.25: NAND array reads take a fixed tR, so the spread
+  read_sigma 0.25 (READ_SIGMA below, with its range): NAND array reads take a fixed tR, so the spread
     comes from read retries, plane conflicts and ECC; 0.25 puts the QD1
     p99 at 1.7 x and p99.99 at 2.5 x the mean, the order of the QoS ratios
     enterprise NVMe datasheets quote (e.g. ~0.2 ms at 99.99 % against
     ~80 us typical); no catalog drive publishes its own.
-  DEFAULT_WRITE_SIGMA = 0.15: a buffered write is a DMA into DRAM and a
+  write_sigma 0.15 (WRITE_SIGMA): a buffered write is a DMA into DRAM and a
     completion, with less variation than a NAND read; assumed smaller.
 """
 
@@ -27,9 +27,20 @@ from statistics import NormalDist
 
 import numpy as np
 from iowatt.models.ssd import SSDSpec
+from iowatt.models.uncertainty import assumed_constant, constant
 
-DEFAULT_READ_SIGMA = 0.25  # assumed (module docstring)
-DEFAULT_WRITE_SIGMA = 0.15  # assumed (module docstring)
+READ_SIGMA = assumed_constant(
+    "simulator.per_request.latency.read_sigma", 0.25, low=0.1, high=0.45,
+    note="module docstring: NAND reads take a fixed tR, so the spread comes from read retries, plane conflicts and "
+    "ECC; 0.25 puts the QD1 p99 at 1.7 x and p99.99 at 2.5 x the mean",
+    range_note="low: 0.1, p99.99 at 1.4 x the mean, a drive whose reads almost never retry; high: 0.45, p99.99 at "
+    "4.8 x the mean, a 99.99 % QoS of ~0.4 ms on an ~80 us read, the loose end of the figures enterprise NVMe "
+    "datasheets quote")
+WRITE_SIGMA = assumed_constant(
+    "simulator.per_request.latency.write_sigma", 0.15, low=0.05, high=0.25,
+    note="module docstring: a buffered write is a DMA into DRAM and a completion, with less variation than a NAND read",
+    range_note="low: 0.05, a DMA and a completion with almost no variation; high: 0.25, as much spread as the read "
+    "default (a buffered write is not taken to vary more than a NAND read)")
 BATCH = 8192  # factors drawn at once (numpy), then handed out one by one
 _Z = NormalDist()
 
@@ -89,10 +100,10 @@ def read_sigma(spec: SSDSpec) -> tuple[float, str]:
     qos = [(q, v * 1e-6) for q, v in ((0.99, spec.read_latency_p99_us), (0.9999, spec.read_latency_p9999_us)) if v is not None]
     if qos:
         return sigma_from_quantiles(spec.read_latency_us * 1e-6, qos), "datasheet QoS (read_latency_p99_us / p9999_us)"
-    return DEFAULT_READ_SIGMA, "assumed (simulator/per_request/latency.py)"
+    return constant(READ_SIGMA.name), "assumed (simulator/per_request/latency.py)"
 
 
 def write_sigma(spec: SSDSpec) -> tuple[float, str]:
     if spec.write_latency_sigma is not None:
         return spec.write_latency_sigma, "profile (write_latency_sigma)"
-    return DEFAULT_WRITE_SIGMA, "assumed (simulator/per_request/latency.py)"
+    return constant(WRITE_SIGMA.name), "assumed (simulator/per_request/latency.py)"

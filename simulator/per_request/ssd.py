@@ -16,7 +16,7 @@ program goes to a unit, where it runs only while the unit holds no read
 usage, max(media, write path, PCIe link, power cap) seconds, i.e. floor(c)
 times that on one of the floor(c) full units.  Until the buffer fills, writes run at N / L0 (the
 asymptotic bound of the fluid law); once it is full they run at the program
-rate, the fluid model's write ceiling.  WRITE_BUFFER_BYTES only sets how
+rate, the fluid model's write ceiling.  The buffer's size only sets how
 fast the buffer fills and how sharp that knee is, not the rates.
 
 Power cap.  Where the NVMe power state's cap can bind for a class of reads
@@ -31,8 +31,8 @@ Garbage collection.  On a drive where GC runs (filled or past its first
 pass, random writes), part of each write's program time is the relocation
 GC does for it: (WA - 1) / WA of it (the drive's FTL state, models.ftl).
 That part is not spread over the programs but paid in rounds: after every
-GC_ROUND_BYTES of host writes each unit stops for the relocation those
-writes owe, a pause of ~GC_ROUND_BYTES / block x the per-write GC time.
+gc_round_bytes of host writes each unit stops for the relocation those
+writes owe, a pause of ~gc_round_bytes / block x the per-write GC time.
 The mean is unchanged; the pauses fill the buffer and give writes their
 tail.  Reads suspend GC like any program.
 
@@ -52,6 +52,7 @@ from functools import partial
 import numpy as np
 import simpy
 from iowatt.models.ssd import iu_factor
+from iowatt.models.uncertainty import assumed_constant, constant
 from iowatt.simulator.per_request.energy import Busy, Joules, Ledger, busy_per_request, joules_per_request
 from iowatt.simulator.per_request.latency import Factors, read_sigma, write_sigma
 from iowatt.simulator.per_request.units import FlashUnits
@@ -62,12 +63,19 @@ from simpy.events import Timeout
 
 Done = Callable[[object], None]
 
-# assumed: enterprise NVMe drives hold acknowledged writes in DRAM that their hold-up capacitors can flush on
-# power loss, a few MiB; only the time to fill it and the sharpness of the write knee depend on the size
-WRITE_BUFFER_BYTES = 8 * 2**20
-# assumed: firmware collects garbage in small steps to bound write latency (incremental GC): a step stops each unit for
-# the relocation ~4 MiB of host writes owe (pauses of a few ms on a filled TLC drive); only the pauses' length depends on it
-GC_ROUND_BYTES = 4 * 2**20
+WRITE_BUFFER = assumed_constant(
+    "simulator.per_request.ssd.write_buffer_bytes", 8 * 2**20, low=2 * 2**20, high=32 * 2**20, shape="log-uniform",
+    note="enterprise NVMe drives hold acknowledged writes in DRAM that their hold-up capacitors can flush on power "
+    "loss, a few MiB; only the time to fill it and the sharpness of the write knee depend on the size",
+    range_note="low: 2 MiB, one open page stripe of a small controller (a few dies x 16 KiB pages x planes); high: "
+    "32 MiB, a larger share of the drive's DRAM that its capacitors can still flush")
+GC_ROUND = assumed_constant(
+    "simulator.per_request.ssd.gc_round_bytes", 4 * 2**20, low=2**20, high=16 * 2**20, shape="log-uniform",
+    note="firmware collects garbage in small steps to bound write latency (incremental GC): a step stops each unit for "
+    "the relocation ~4 MiB of host writes owe (pauses of a few ms on a filled TLC drive); only the pauses' length "
+    "depends on it",
+    range_note="low: 1 MiB, sub-millisecond pauses (a controller tuned for write QoS); high: 16 MiB, pauses of "
+    "tens of ms, the write-latency outliers enterprise QoS specs bound at 99.99 %")
 
 
 def _per_request_seconds(usage: Usage, request_bytes: float) -> float:
@@ -110,6 +118,8 @@ class SsdRequests:
         self.read_spread = Factors(rng, sigma_r)
         self.write_spread = Factors(rng, sigma_w)
         self.sigmas = (sigma_r, sigma_w)
+        self.buffer_bytes = constant(WRITE_BUFFER.name)
+        self.gc_round_bytes = constant(GC_ROUND.name)
         self._classes: dict[tuple[bool, float], tuple[float, float, float, list[Joules | int | Busy]]] = {}
         self._power: dict[tuple[bool, float], float] = {}
         self.power_free_at = 0.0
@@ -211,7 +221,7 @@ class SsdRequests:
         if self.drive.spec.writes_queue:  # no buffer (a virtual disk): writes queue on the units like reads
             self.units.read(self.units.pick(self.draw.random()), self.units.c * program * self.write_spread.next(), request, done)
             return
-        if self.buffer_used + size > WRITE_BUFFER_BYTES and self.buffer_used > 0.0:
+        if self.buffer_used + size > self.buffer_bytes and self.buffer_used > 0.0:
             self.waiting.append((request, size, done))
             return
         self._admit(request, size, done, latency, program, gc)
@@ -225,7 +235,7 @@ class SsdRequests:
         if gc > 0.0:
             self.gc_owed_s += gc
             self.gc_bytes += size
-            if self.gc_bytes >= GC_ROUND_BYTES:
+            if self.gc_bytes >= self.gc_round_bytes:
                 self._gc_round()
 
     def _gc_round(self) -> None:
@@ -238,7 +248,7 @@ class SsdRequests:
 
     def _programmed(self, size: object) -> None:
         self.buffer_used -= float(size)  # type: ignore[arg-type]
-        while self.waiting and (self.buffer_used + self.waiting[0][1] <= WRITE_BUFFER_BYTES or self.buffer_used <= 0.0):
+        while self.waiting and (self.buffer_used + self.waiting[0][1] <= self.buffer_bytes or self.buffer_used <= 0.0):
             request, nbytes, done = self.waiting.popleft()
             latency, program, gc, _tally = self._class(True, nbytes)
             self._admit(request, nbytes, done, latency, program, gc)

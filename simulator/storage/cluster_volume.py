@@ -120,6 +120,7 @@ class ClusterVolume(Volume):
         alive = self.layout.alive
         self.rdma = config.protocol == "rdma"
         self.header_bytes = protocol_cost(f"nvmeof-{config.protocol}").header_bytes
+        self.compute_rates = config.software.compute_rates()  # assumed constants, read once per build
         node_cpu = config.node.cpu_spec()
         host_speed = host.core_speed
         nic_card = link_payload_Bps(svc.NIC_HOST_LINK[config.fabric])
@@ -236,7 +237,7 @@ class ClusterVolume(Volume):
         self._node_stages(plan, access, work)
         self._drive_stages(plan, access, work)
         c = self.config
-        plan.delay_s += work.client_hops * c.client.hop_s + work.node_hops * c.software.hop + svc.stack_latency_s(c.client.stack, b)
+        plan.delay_s += work.client_hops * c.client.hop_s + work.node_hops * c.software.hop_s + svc.stack_latency_s(c.client.stack, b)
         if c.incast is not None and access.op == "read" and work.fan_out > 0:
             plan.delay_s += incast.stall_s(work.fan_out, work.client_in_bytes / work.fan_out, c.incast)
         return plan
@@ -253,7 +254,7 @@ class ClusterVolume(Volume):
 
     def _coding_s(self, coded: float, op: str) -> float:
         """Reference-core seconds of the code: m parities per data byte written, k inputs per rebuilt byte (counted in `coded`)."""
-        return coded * (self.layout.m if op == "write" else 1.0) * svc.ERASURE_S_PER_BYTE_PER_PARITY
+        return coded * (self.layout.m if op == "write" else 1.0) * svc.erasure_seconds_per_byte_per_parity()
 
     def _client_stages(self, plan: _Plan, access: Access, work: erasure.RequestWork) -> None:
         c, b = self.config, access.block_bytes
@@ -285,8 +286,8 @@ class ClusterVolume(Volume):
         s, b, op = self.config.software, access.block_bytes, access.op
         if self.layout.erasure_at == "server":
             handled = work.client_out_bytes if op == "write" else 0.0
-            owner = s.compute.seconds(op, work.owner_requests, handled) + self._coding_s(work.coded_bytes, op)
-            later = s.compute.seconds("write", 0.0, work.background_coded_bytes) + self._coding_s(work.background_coded_bytes, "write")
+            owner = self.compute_rates.seconds(op, work.owner_requests, handled) + self._coding_s(work.coded_bytes, op)
+            later = self.compute_rates.seconds("write", 0.0, work.background_coded_bytes) + self._coding_s(work.background_coded_bytes, "write")
             self._add(plan, "node.compute", b, owner, 1.0, later)
         drive = s.drive.seconds("read", work.reads.ios, work.reads.bytes) + s.drive.seconds("write", work.writes.ios, work.writes.bytes)
         later = s.drive.seconds("read", work.background_reads.ios, work.background_reads.bytes)

@@ -16,8 +16,8 @@ pieces, weighted by how long each drive keeps what it holds -- and not N / n on
 every drive.  A host request in flight has `width` pieces at the drives at once
 and `pieces` pieces in all (a RAID 5 small write: 2 reads, then 2 writes), so the
 network holds N x width customers and the volume completes X / pieces requests
-per second.  Joining the pieces of one request (fork-join) is not modelled: its
-wait for the slowest piece is left out, which the per-request oracle bounds.
+per second.  A request whose pieces are at several drives at once waits for the
+slowest (fork-join, models.fork_join): `fork_join_loop`.
 
 Host-side stations (the md layer's CPU, an HBA's command processor, an uplink)
 are more stations of the same network: `extra`.
@@ -72,6 +72,17 @@ def station_rates(drive: Drive, parts: list[tuple[Access, float]], depth: int) -
     Beyond the drive's queue limit the rate stays at the limit's (the rest wait in the host queue)."""
     limit = drive.queue_limit
     return sampled_rates(lambda k: _rate_at(drive, parts, k), depth if limit is None else min(depth, limit))
+
+
+def piece_spread(drive: Drive, write: bool) -> float:
+    """The log-spread of one piece's own time at the drive (simulator.per_request.latency: a fit, the datasheet's
+    QoS, else assumed); 0 for drives without one (hard disks: their spread is not modelled here)."""
+    from iowatt.models.ssd import SSDSpec
+    from iowatt.simulator.per_request.latency import read_sigma, write_sigma
+
+    if not isinstance(drive.spec, SSDSpec):
+        return 0.0
+    return (write_sigma if write else read_sigma)(drive.spec)[0]
 
 
 @dataclass(frozen=True)
@@ -132,21 +143,62 @@ class VolumeLoop:
 
 
 def volume_loop(drives: list[Drive], load: MemberLoad, access: Access, qd1_latency_s: float,
-                extra: tuple[Station, ...] = ()) -> VolumeLoop:
+                extra: tuple[Station, ...] = (), spread: float = 0.0) -> VolumeLoop:
     """Solve the members' network at the access's queue depth and express it as the contract's law.
 
     The law is exact at N = access.queue_depth: X(N) = N / (L0 + (N - 1) S) with S solved from the
     network's rate (the contract's closed form, so fio and DLIO read it unchanged); L0 is the volume's
-    own QD1 latency (phases of the slowest piece)."""
+    own QD1 latency (phases of the slowest piece).  A request with `width` > 1 pieces at once waits for
+    the slowest of them (`fork_join_loop`); `spread` is the log-spread of one piece's own time."""
     n = max(1.0, access.queue_depth)
+    width = max(1, round(load.width))
+    if width > 1:
+        return fork_join_loop(drives, load, access, qd1_latency_s, extra, spread)
     customers = max(1, math.ceil(n * load.width))
     stations = tuple([*member_stations(drives, load, customers, extra), *extra])
     sol = solve(stations, (), customers)
     host_rate = sol.throughput / load.pieces * (n * load.width / customers)
+    return _as_law(drives, load, n, sol, host_rate, qd1_latency_s)
+
+
+def _as_law(drives: list[Drive], load: MemberLoad, n: float, sol: Solution, host_rate: float, qd1_latency_s: float) -> VolumeLoop:
     units = all(drive.concurrency(a).units for drive in drives[:1] for a, _w in load.parts)
-    if n <= 1.0:
-        s = 0.0
-    else:
-        s = max(0.0, (n / host_rate - qd1_latency_s) / (n - 1.0))
-    law = ConcurrencyLaw(qd1_latency_s, s, None, units)
-    return VolumeLoop(n, sol, host_rate, law)
+    s = 0.0 if n <= 1.0 else max(0.0, (n / host_rate - qd1_latency_s) / (n - 1.0))
+    return VolumeLoop(n, sol, host_rate, ConcurrencyLaw(qd1_latency_s, s, None, units))
+
+
+def fork_join_loop(drives: list[Drive], load: MemberLoad, access: Access, qd1_latency_s: float,
+                   extra: tuple[Station, ...] = (), spread: float = 0.0, rounds: int = 40) -> VolumeLoop:
+    """A request's `width` pieces are in the members' network at once and it goes on (to its next phase, or
+    back to the host) when the slowest is done (models.fork_join).  A piece that is done waits at the join,
+    out of the network, so the network holds N x width x m / R pieces, m a piece's mean time in it and R
+    the slowest's; solved as a fixed point: the network at that population gives m (Little), m against the
+    piece's time alone gives what a piece finds at its drive, and that gives R (models.fork_join.expected_max).
+    Each of the pieces / width phases takes R."""
+    from iowatt.models.fork_join import expected_max
+
+    n = max(1.0, access.queue_depth)
+    width = max(1, round(load.width))
+    phases = load.pieces / load.width
+
+    def network(customers: int) -> Solution:
+        return solve(tuple([*member_stations(drives, load, customers, extra), *extra]), (), customers)
+
+    alone = 1.0 / network(1).throughput
+    held = 1.0
+    sol, slowest = network(1), alone
+    for _ in range(rounds):
+        # the population is a mean (N x width x held): the network's rate interpolated between whole populations
+        pieces = max(1.0, n * width * held)
+        low = math.floor(pieces)
+        sol = network(low)
+        rate = sol.throughput
+        if pieces > low:
+            rate += (pieces - low) * (network(low + 1).throughput - rate)
+        piece_s = pieces / rate
+        slowest = alone * expected_max(width, max(0.0, piece_s / alone - 1.0), spread)
+        new = min(1.0, piece_s / slowest)
+        if abs(new - held) < 1e-3:
+            break
+        held = 0.5 * (held + new)
+    return _as_law(drives, load, n, sol, n / (phases * slowest), qd1_latency_s)

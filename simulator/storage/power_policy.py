@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal
 import simpy
 from iowatt.models.provenance import Provenance
 from iowatt.models.ssd import SSDSpec, power_state_entry, state_idle_W, transition_seconds
+from iowatt.models.uncertainty import assumed_constant_of, constant
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
@@ -64,14 +65,24 @@ PROVENANCE: dict[str, Provenance] = {
         p="assumed",
         note="PCIe leaves the L1 entry idle time to the implementation; port logic enters L1 after some microseconds "
         "to tens of microseconds without traffic.  32 us: back-to-back requests never pay an L1 exit, a pause does",
+        low=8e-6, high=128e-6, shape="log-uniform",
+        range_note="the note's 'some microseconds to tens of microseconds': low 8 us, port logic that enters L1 as soon "
+        "as its queues drain; high 128 us, a conservative idle timer",
     ),
     "ASPM_SAVING_W_PER_LANE": Provenance(
         p="assumed",
         note="no drive publishes its link power.  A PCIe lane's SerDes in L0 draws ~5 pJ/bit-class power, ~0.08 W per "
         "lane at 16 GT/s; L1 turns off the transmitters and receivers (most of it), L1.2 also the PLL and common-mode "
         "keepers (PCI-SIG L1 PM Substates ECN: near-off).  Scaled with the lane rate per generation",
+        low=0.5, high=1.5,
+        range_note="factors on every entry: low, half (SerDes of a newer process node at ~2.5 pJ/bit, or a link that "
+        "keeps its PLL on in L1); high, 1.5 x (a lane at ~7.5 pJ/bit with all of it off in L1)",
     ),
 }
+
+ASPM_ENTRY_IDLE = assumed_constant_of("simulator.storage.power_policy.aspm_entry_idle_seconds", ASPM_ENTRY_IDLE_SECONDS,
+                                      PROVENANCE["ASPM_ENTRY_IDLE_SECONDS"])
+ASPM_SAVING_FACTOR = assumed_constant_of("simulator.storage.power_policy.aspm_saving_factor", 1.0, PROVENANCE["ASPM_SAVING_W_PER_LANE"])
 
 
 class PowerPolicy(BaseModel):
@@ -137,7 +148,7 @@ def aspm_saving_W(spec: SSDSpec, aspm: str) -> float:
     if aspm == "off" or spec.link.generation is None:
         return 0.0
     per_lane = ASPM_SAVING_W_PER_LANE[aspm]
-    return per_lane.get(spec.link.generation, per_lane[max(per_lane)]) * spec.link.lanes
+    return constant(ASPM_SAVING_FACTOR.name) * per_lane.get(spec.link.generation, per_lane[max(per_lane)]) * spec.link.lanes
 
 
 @dataclass
@@ -270,7 +281,7 @@ class DrivePower:
         now = engine.env.now
         self.plan = []
         if self.policy.aspm != "off":
-            self.plan.append(_Step(now + ASPM_ENTRY_IDLE_SECONDS, self.policy.aspm.upper(), self.state, self.device_W))
+            self.plan.append(_Step(now + constant(ASPM_ENTRY_IDLE.name), self.policy.aspm.upper(), self.state, self.device_W))
         if self.policy.kind == "apst":
             self._plan_chain(now)
         elif self.policy.kind == "between_phases" and self.rest_asked:

@@ -17,7 +17,11 @@ for `copies` drives (shared.scale_meter), and `drives` lists every runtime
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from iowatt.models.fork_join import expected_max, fork_join_latency_s
 from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.member_law import MemberLoad, piece_spread, volume_loop
 
 
 class StripedVolume(Volume):
@@ -59,29 +63,62 @@ class StripedVolume(Volume):
         return [u for d in self._unique for u in d.usage(piece, share)]
 
     def qd1_latency_s(self, access: Access) -> float:
+        """The slowest piece alone: a drive's QD1 latency times the mean of the largest of p spread factors."""
         piece = self.piece(access)
-        return max(d.qd1_latency_s(piece) for d in self._unique)
+        alone = max(d.qd1_latency_s(piece) for d in self._unique)
+        p = self.pieces(access)
+        if p <= 1:
+            return alone
+        return alone * expected_max(p, 0.0, max(piece_spread(d, access.write) for d in self._unique))
+
+    def pieces(self, access: Access) -> int:
+        """Pieces per request: one per drive it covers, at least a page each (simulator.per_request.volume)."""
+        return int(min(self.width, max(1.0, access.block_bytes // PAGE_BYTES)))
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
-        """The slowest drive's law for one piece, over the drives' units together.
+        """The slowest drive's law for one piece, over the drives' units together, and the join.
 
         A request of p pieces occupies p of the n drives, so the volume is n / p times a drive: the units add
         up (c n / p), each request holds S p / n of the volume and the command limits add up too.  With p = 1
-        (a request smaller than two pages) that is exact, one network of n c units; with p > 1 a request also
-        waits for its slowest piece (fork-join), which this law leaves out (simulator.per_request measures it)."""
+        (a request smaller than two pages) that is exact, one network of n c units.  With p > 1 a request also
+        waits for its slowest piece: reads solve the fork-join loop over the n c units (models.fork_join),
+        writes (acknowledged from each drive's buffer after a delay) wait for the longest of p delays."""
         piece = self.piece(access)
         laws = [d.concurrency(piece) for d in self._unique]
         spread = self.width / min(float(self.width), max(1.0, access.block_bytes / PAGE_BYTES))  # n / p
         limits = [law.queue_limit for law in laws if law.queue_limit is not None]
         counts = [law.unit_count for law in laws if law.unit_count is not None]
-        return ConcurrencyLaw(
+        lumped = ConcurrencyLaw(
             qd1_latency_s=max(law.qd1_latency_s for law in laws),
             queue_seconds=max(law.queue_seconds for law in laws) / spread,
             queue_limit=int(min(limits) * spread) if limits else None,
             units=all(law.units for law in laws),
             unit_count=min(counts) * spread if counts else None,
         )
+        p = self.pieces(access)
+        if not lumped.units:
+            return self._members_law(access, piece, p) if self.width > 1 else lumped
+        if p <= 1:
+            return lumped
+        sigma = max(piece_spread(d, access.write) for d in self._unique)
+        if access.write:  # a delay per piece, no queueing on the units: the longest of p delays
+            return replace(lumped, qd1_latency_s=lumped.qd1_latency_s * expected_max(p, 0.0, sigma))
+        per_drive = min(counts) if counts else lumped.qd1_latency_s * spread / max(lumped.queue_seconds * spread, 1e-30)
+        l0 = lumped.qd1_latency_s
+        n = max(1.0, access.queue_depth)
+        held = n if lumped.queue_limit is None else min(n, float(lumped.queue_limit))
+        r1 = fork_join_latency_s(p, per_drive * self.width, l0, sigma, 1)
+        rn = fork_join_latency_s(p, per_drive * self.width, l0, sigma, max(1, round(held)))
+        s = 0.0 if held <= 1.0 else max(0.0, (rn - r1) / (held - 1.0))
+        return ConcurrencyLaw(r1, s, lumped.queue_limit, units=False)
+
+    def _members_law(self, access: Access, piece: Access, p: int) -> ConcurrencyLaw:
+        """Drives without service units (hard disks): the members' closed network of simulator.storage.member_law,
+        requests placed at random (a disk left idle while another holds two is what N / L0 over n disks misses)."""
+        load = MemberLoad(float(p), float(p), (1.0 / self.width,) * self.width, ((piece.with_(queue_depth=1.0), 1.0),))
+        return volume_loop(self.drives, load, access, self.qd1_latency_s(access)).law
 
     def discard(self, nbytes: float) -> None:
         for drive in self._unique:
             drive.discard(nbytes / self.width)
+

@@ -56,6 +56,7 @@ from typing import Literal
 
 import simpy
 from iowatt.models import host_io
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.storage import Access, FileWrite, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
@@ -126,10 +127,20 @@ class CheckpointParams(BaseModel):
         "default: from the host CPU's page-cache write rate (models.host_io.torch_save_GBps_per_core: 2.0 on the "
         "reference core, less on a host whose page faults are slow)",
     )
-    dirty_ratio: Fraction = Field(default=host_io.DEFAULT_DIRTY_RATIO, gt=0, le=1, description="Linux vm.dirty_ratio (default 20 %)")
-    dirty_background_ratio: Fraction = Field(
-        default=host_io.DEFAULT_DIRTY_BACKGROUND_RATIO, ge=0, le=1, description="Linux vm.dirty_background_ratio (default 10 %)"
-    )
+    dirty_ratio: Fraction = assumed_field(
+        host_io.DEFAULT_DIRTY_RATIO, low=0.10, high=0.40, shape="log-uniform", gt=0, le=1,
+        description="Linux vm.dirty_ratio (default 20 %)",
+        note="the kernel's default (Documentation/admin-guide/sysctl/vm.rst): a study that does not state its host's "
+        "sysctl settings is taken to run the default",
+        range_note="low: 10 %, the tuning guides that cut writeback stalls (vm.dirty_ratio = 10 with background 5); "
+        "high: 40 %, Red Hat's tuned throughput-performance profile (RHEL Performance Tuning Guide 7.2)")
+    dirty_background_ratio: Fraction = assumed_field(
+        host_io.DEFAULT_DIRTY_BACKGROUND_RATIO, low=0.05, high=0.20, shape="log-uniform", ge=0, le=1,
+        description="Linux vm.dirty_background_ratio (default 10 %)",
+        note="the kernel's default (Documentation/admin-guide/sysctl/vm.rst), as dirty_ratio",
+        range_note="low: 5 %, the same latency-minded guides (background 5 with dirty_ratio 10); high: 20 %, guides "
+        "for bursty writes of data that may be lost raise it with dirty_ratio (to 50/80 at the extreme); at or above "
+        "dirty_ratio the kernel halves the limit instead, so more adds nothing")
     resident_memory: Bytes | None = Field(
         default=None, ge=0,
         description="DRAM the benchmark's processes hold (not page cache); default: the state kept between saves "

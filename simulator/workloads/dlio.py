@@ -57,6 +57,7 @@ import numpy as np
 import simpy
 from iowatt.models import catalog
 from iowatt.models.compute import DlioStep, GPUSpec
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.system import SystemRuntime
@@ -141,18 +142,29 @@ class DlioParams(BaseModel):
     read_threads: int | None = Field(default=None, ge=1, le=256, description="loader workers per accelerator")
     prefetch_size: int = Field(default=2, ge=1, le=64, description="batches each worker may hold ahead (PyTorch prefetch_factor)")
     computation_time: Seconds | None = Field(default=None, gt=0, description="compute per step; the accelerator's for the presets if omitted")
-    step_overhead: Seconds = Field(
-        default=DLIO_STEP_OVERHEAD_SECONDS, ge=0,
+    step_overhead: Seconds = assumed_field(
+        DLIO_STEP_OVERHEAD_SECONDS, low=0.16e-3, high=0.64e-3, shape="log-uniform", ge=0,
         description="time the training loop spends per step outside the loader wait and the compute (DLIO's per-step "
         "bookkeeping); measured, see _dlio_timing.DLIO_STEP_OVERHEAD_SECONDS",
+        note="measured on the development VM (_dlio_timing); a study's own host runs the same Python bookkeeping at "
+        "its own core's speed",
+        range_note="low: half, a host core twice as fast as the VM's (the bookkeeping is Python on one core); high: "
+        "twice, the fixture's slower steps (0.43 and 0.69 ms of its 12; one outlier of 1.37 ms)",
     )
-    loader_start: Seconds = Field(
-        default=DLIO_LOADER_START_SECONDS, ge=0,
+    loader_start: Seconds = assumed_field(
+        DLIO_LOADER_START_SECONDS, low=0.45, high=1.8, shape="log-uniform", ge=0,
         description="time from the first epoch's start until the loader workers read (DLIO forks persistent PyTorch "
         "workers once per run and each rebuilds DLIO's configuration); measured, see _dlio_timing.DLIO_LOADER_START_SECONDS",
+        note="measured on the development VM (_dlio_timing); on another host the fork and the unpickling of DLIO's "
+        "configuration run at that host's speed",
+        range_note="low: half, a host core twice the VM's speed; high: twice, a host that forks more workers per "
+        "rank or a slower filesystem under the Python imports (check-machine's null runs saw single starts of 0.25-1.2 s)",
     )
-    epoch_overhead: Seconds = Field(
-        default=DLIO_EPOCH_OVERHEAD_SECONDS, ge=0,
+    epoch_overhead: Seconds = assumed_field(
+        DLIO_EPOCH_OVERHEAD_SECONDS, low=0.015, high=0.2, shape="log-uniform", ge=0,
+        note="measured on the development VM (_dlio_timing): the mean of its four blocks",
+        range_note="the spread of the fixture's four blocks, 0.002-0.183 s (rank 0's logging makes one rank's blocks "
+        "longer), rounded out to 0.015-0.2 s around their mean",
         description="time each rank spends per epoch outside its steps (DLIO's block set-up and logging); in the AU's "
         "denominator and the epoch time; measured, see _dlio_timing.DLIO_EPOCH_OVERHEAD_SECONDS",
     )
@@ -182,9 +194,13 @@ class DlioParams(BaseModel):
     dram_bytes_per_byte: float = Field(
         default=3.0, ge=0, description="DRAM traffic per byte read from the drive: DMA into the page cache, copy out (read + write)"
     )
-    cpu_bytes_per_core_second: Bytes = Field(
-        default=2e9, gt=0, description="loader parsing rate of a reference core (assumed: numpy/tfrecord decode ~2 GB/s per core); "
-        "a host core does core_speed times as much")
+    cpu_bytes_per_core_second: Bytes = assumed_field(
+        2e9, low=1e9, high=4e9, shape="log-uniform", gt=0,
+        description="loader parsing rate of a reference core (numpy/tfrecord decode ~2 GB/s per core); "
+        "a host core does core_speed times as much",
+        note="numpy/tfrecord decode ~2 GB/s per core: one pass that reads the record and writes the array",
+        range_note="low: 1 GB/s, a decode that copies twice (record -> tensor -> collated batch); high: 4 GB/s, a "
+        "memcpy-bound pass on a current core")
     cpu_seconds_per_sample: Seconds = Field(
         default=0.0, ge=0, description="CPU per sample beyond the bytes (opening and parsing a file, decode/augment, e.g. JPEG), in "
         "seconds of a reference core (a host core takes 1 / core_speed as long)")

@@ -35,6 +35,7 @@ import math
 from typing import Literal
 
 import simpy
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes
 from iowatt.simulator.storage import Access, FileWrite
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadOutcome
@@ -51,22 +52,39 @@ class DlrmPreprocessParams(BaseModel):
     workers: int = Field(default=1, ge=1, le=4096, description="CPU worker processes (Micron brief: 1..24)")
     rows: float = Field(default=4_373_472_329, gt=0, description="rows (samples) in the raw data; default Criteo 1TB Click Logs")
     files: int = Field(default=24, ge=1, le=100_000, description="raw files (Criteo 1TB: 24 day files); a worker converts whole files")
-    raw_bytes_per_row: Bytes = Field(default=252, gt=0, description="TSV bytes per row (assumed: ~1.1 TB / 4.37 B rows)")
-    parquet_bytes_per_row: Bytes = Field(default=96, gt=0, description="Parquet bytes per row (assumed: 40 int32 columns, snappy ~0.6)")
+    raw_bytes_per_row: Bytes = assumed_field(
+        252, low=215, high=290, gt=0, description="TSV bytes per row (~1.1 TB / 4.37 B rows)",
+        note="the public description of the Criteo 1TB Click Logs: ~1.1 TB of TSV over 4.37 B rows",
+        range_note="the row's own layout: label and tab (2 B) + 26 categoricals of 8 hex digits and a tab (234 B) + 13 "
+        "integers of 1-3 digits and a tab (26-52 B); low: 215 B, with one-digit integers and ~10 % of categoricals "
+        "empty; high: 290 B, every field present with three-digit integers")
+    parquet_bytes_per_row: Bytes = assumed_field(
+        96, low=64, high=144, shape="log-uniform", gt=0, description="Parquet bytes per row (40 int32 columns, snappy ~0.6)",
+        note="40 int32 columns = 160 B before compression; snappy and dictionary encoding ~0.6",
+        range_note="low: 0.4 of 160 B, dictionary-encoded categoricals that repeat; high: 0.9, hashed categoricals of "
+        "high cardinality that barely compress")
     binary_bytes_per_row: Bytes = Field(default=131, gt=0, description="DLRM binary bytes per row: 1 B label + 13 x fp16 + 26 x int32")
-    parse_bytes_per_core_second: Bytes = Field(
-        default=50e6, gt=0,
-        description="raw text parsed + categoricals hashed per core "
-        "(assumed: pandas-class CSV parsing ~100 MB/s per core, halved for hashing 26 string columns)",
-    )
-    convert_bytes_per_core_second: Bytes = Field(
-        default=200e6, gt=0,
-        description="Parquet decoded and re-encoded as binary per core (assumed: snappy + dictionary decode ~300-500 MB/s per core, plus conversion)",
-    )
-    dram_bytes_per_byte_parse: float = Field(
-        default=5.0, ge=0, description="DRAM traffic per raw byte (assumed: DMA in, copy out, parsed columns written and read, output staged)"
-    )
-    dram_bytes_per_byte_convert: float = Field(default=4.0, ge=0, description="DRAM traffic per Parquet byte (assumed: copy in, decode, encode, copy out)")
+    parse_bytes_per_core_second: Bytes = assumed_field(
+        50e6, low=25e6, high=100e6, shape="log-uniform", gt=0,
+        description="raw text parsed + categoricals hashed per core",
+        note="pandas-class CSV parsing ~100 MB/s per core, halved for hashing 26 string columns",
+        range_note="low: the hashing costing three times the parse; high: the parse alone, hashing free")
+    convert_bytes_per_core_second: Bytes = assumed_field(
+        200e6, low=100e6, high=400e6, shape="log-uniform", gt=0,
+        description="Parquet decoded and re-encoded as binary per core",
+        note="snappy + dictionary decode ~300-500 MB/s per core, plus the conversion",
+        range_note="low: the conversion costing as much as a 300 MB/s decode twice over; high: 400 MB/s, the decode's "
+        "upper figure with the conversion nearly free")
+    dram_bytes_per_byte_parse: float = assumed_field(
+        5.0, low=3.0, high=8.0, shape="log-uniform", ge=0, description="DRAM traffic per raw byte",
+        note="DMA in, copy out, parsed columns written and read, output staged: ~5 passes over DRAM",
+        range_note="low: 3, DMA in, one copy out (read + write) with the parsed columns kept in cache; high: 8, every "
+        "stage's intermediate written and read once more")
+    dram_bytes_per_byte_convert: float = assumed_field(
+        4.0, low=2.5, high=6.4, shape="log-uniform", ge=0, description="DRAM traffic per Parquet byte",
+        note="copy in, decode, encode, copy out: ~4 passes over DRAM",
+        range_note="low: 2.5, decode and encode fused in cache; high: 6.4, the decoded columns (larger than the "
+        "compressed bytes) written and read once more")
     read_block_size: Bytes = Field(default=MiB, ge=4096, description="read request size (buffered sequential reads)")
     write_block_size: Bytes = Field(default=MiB, ge=4096, description="write request size (page-cache write-back)")
     page_cache: bool = Field(default=True, description="read the Parquet files from DRAM when they all fit in the page cache")

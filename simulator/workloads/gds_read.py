@@ -25,10 +25,10 @@ import numpy as np
 import simpy
 from iowatt.models.gds import (
     COMPAT_DRAM_BYTES_PER_BYTE,
-    CUFILE_CPU_S_PER_IO,
     GdsApi,
     GdsLoop,
     GdsMode,
+    cufile_cpu_s_per_io,
     default_mode,
     drive_requests,
     gds_loop,
@@ -108,7 +108,7 @@ def closed_loop(system: SystemRuntime, params: GdsReadParams, block: float, thre
     gpu = _gpu(system, params)
     n = drive_requests(params.api, threads, params.io_depth)
     access = Access("read", block, params.pattern, n)
-    cpu_s = 0.0 if submission_hidden(params.api, params.io_depth) else CUFILE_CPU_S_PER_IO
+    cpu_s = 0.0 if submission_hidden(params.api, params.io_depth) else cufile_cpu_s_per_io()
     # cuFile's CPU cost is stated for the reference core; the host's cores run at core_speed of it
     ceiling = ceiling_per_second(system.volume.usage(access), block)
     return gds_loop(storage_rates(system, access, n), block, n, params.data_mode, system.host.cpu.capacity, gpu.link_h2d.capacity,
@@ -119,7 +119,7 @@ def usage(system: SystemRuntime, params: GdsReadParams, block: float, n: int) ->
     """A byte's path: the volume at depth N, the GPU's link, cuFile's CPU, and the bounce buffer's DRAM in compat mode."""
     gpu = _gpu(system, params)
     out = [*system.volume.usage(Access("read", block, params.pattern, n)), (gpu.link_h2d, 1.0),
-           (system.host.cpu, CUFILE_CPU_S_PER_IO / block / system.host.core_speed)]
+           (system.host.cpu, cufile_cpu_s_per_io() / block / system.host.core_speed)]
     if params.data_mode == "compat":
         out.append((system.host.memory, COMPAT_DRAM_BYTES_PER_BYTE))
     return out

@@ -52,6 +52,7 @@ from typing import Literal
 
 import simpy
 from iowatt.models.ssd import SSDSpec, closed_loop
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.machine import GPURuntime
 from iowatt.simulator.storage import Access, Usage
@@ -75,23 +76,32 @@ class GnnParams(BaseModel):
     iterations: int = Field(default=100, ge=1, le=1_000_000, description="mini-batches timed (GIDS logs a 100-iteration window)")
     batch_size: int = Field(default=1024, ge=1, description="seed nodes per mini-batch (GIDS run_GIDS_IGBH.sh)")
     fanout: list[int] = Field(default_factory=lambda: [10, 5, 5], description="neighbours sampled per layer (GIDS run_GIDS_IGBH.sh)")
-    unique_fraction: float = Field(default=0.9, gt=0, le=1, description="custom: share of sampled nodes left after de-duplication (assumed)")
+    unique_fraction: float = assumed_field(
+        0.9, low=0.8, high=1.0, gt=0, le=1, description="custom: share of sampled nodes left after de-duplication",
+        note="neighbour sampling from a batch of seeds in a graph of hundreds of millions of nodes draws few nodes twice",
+        range_note="low: 0.8, a power-law graph whose hubs are drawn by many seeds; high: 1, no node drawn twice")
     cache_hit_ratio: float = Field(default=0.083, ge=0, lt=1, description="custom: share served by GIDS' GPU cache (GIDS log: hit rate 0.083)")
     io_size: Bytes = Field(default=4096, ge=512, le=2**20, description="bytes per GPU-issued read (BaM page; GIDS page_size 4096)")
     queues: int = Field(default=128, ge=1, description="BaM NVMe queue pairs per drive (GIDS log: n_qps 128)")
     queue_depth: int = Field(default=1024, ge=1, description="entries per BaM queue (BaM_Feature_Store queueDepth)")
     gpu_sms: int = Field(default=132, ge=1, description="streaming multiprocessors of the GPU (H100 NVL / SXM: 132)")
     blocks_per_sm: int = Field(default=32, ge=1, description="resident thread blocks per SM (CUDA limit on Ampere/Hopper: 32)")
-    gpu_max_iops: float = Field(default=40e6, gt=0, description="GPU I/O-issue ceiling (assumed 40 M: BaM reports tens of millions of IOPS per GPU)")
+    gpu_max_iops: float = assumed_field(
+        40e6, low=20e6, high=80e6, shape="log-uniform", gt=0, description="GPU I/O-issue ceiling (40 M)",
+        note="BaM reports tens of millions of IOPS per GPU",
+        range_note="low: 20 M, the low end of 'tens of millions'; high: 80 M, twice the value, a GPU whose submission "
+        "kernels are not its limit")
     sampler: Literal["gpu", "cpu"] = "gpu"
     sampling_time_per_batch: Seconds = Field(default=0.0262, ge=0, description="sampling per batch (GIDS log: 2.62 s per 100 iterations)")
     sampling_cores: int = Field(default=8, ge=1, description="host cores a CPU sampler uses")
     train_time_per_batch: Seconds = Field(default=0.0192, ge=0, description="forward+backward per batch (GIDS log: 1.92 s per 100 iterations)")
     gpu: int = Field(default=0, ge=0, description="index of the GPU that trains")
-    gpu_busy_during_aggregation: float = Field(
-        default=1.0, ge=0, le=1,
-        description="share of the GPU's active-minus-idle power drawn while BaM warps wait on reads "
-        "(assumed 1: every SM holds resident warps spinning on completion queues)",
+    gpu_busy_during_aggregation: float = assumed_field(
+        1.0, low=0.7, high=1.0, ge=0, le=1,
+        description="share of the GPU's active-minus-idle power drawn while BaM warps wait on reads (1: every SM busy)",
+        note="every SM holds resident warps spinning on completion queues",
+        range_note="high: 1, every SM as busy as in training; low: 0.7, spinning warps issue loads and compares but "
+        "leave the tensor cores idle, which draw much of a training step's dynamic power",
     )
 
     @property

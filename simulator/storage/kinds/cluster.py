@@ -24,6 +24,7 @@ from iowatt.models.erasure import ErasureAt, SmallWrites
 from iowatt.models.fabric import FabricName
 from iowatt.models.incast import IncastConfig
 from iowatt.models.provenance import unwrap
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.machine import CatalogRef, ServerConfig
 from iowatt.simulator.storage.contract import Volume
@@ -47,23 +48,34 @@ class ClusterSoftware(BaseModel):
     compute_cores: int | None = Field(default=None, ge=1, le=512, description="compute-process cores per node (default 2 per drive core, WEKA)")
     drive_cores: int | None = Field(
         default=None, ge=1, le=512, description="drive-process cores per node (default 1 per SSD up to 6, then 1 per 2 SSDs, WEKA)")
-    compute: CoreRates = Field(default=svc.COMPUTE_RATES, description="per reference core: requests and bytes the compute processes serve")
+    compute: CoreRates | None = Field(
+        default=None, description="per reference core: requests and bytes the compute processes serve (default: "
+        "models.cluster_service's assumed compute costs, read when the volume is built)")
     drive: CoreRates = Field(default=svc.DRIVE_RATES, description="per reference core: pieces and bytes the drive processes serve")
     stripe_unit: Bytes = Field(default=erasure.STRIPE_UNIT_BYTES, ge=512, description="data per chunk of a stripe (Ceph's default 4 KiB)")
     small_writes: SmallWrites = Field(
         default="journal", description="partial-stripe writes: journal (redirect-on-write, destaged later: WEKA, DAOS) or rmw (in place: Ceph)")
     erasure_at: ErasureAt = Field(default="server", description="who computes the code: server (WEKA, Ceph) or client (DAOS)")
-    hop: Seconds = Field(default=svc.DPDK_HOP_S, ge=0, description="one-way network hop between nodes, protocol processing included")
+    hop: Seconds | None = Field(
+        default=None, ge=0, description="one-way network hop between nodes, protocol processing included (default: "
+        "models.cluster_service's assumed DPDK hop, 13 us)")
 
     @field_validator("compute", mode="before")
     @classmethod
     def _compute(cls, value: Any) -> Any:
-        return _rates_over(svc.COMPUTE_RATES, value)
+        return _rates_over(svc.compute_rates(), value)
 
     @field_validator("drive", mode="before")
     @classmethod
     def _drive(cls, value: Any) -> Any:
         return _rates_over(svc.DRIVE_RATES, value)
+
+    def compute_rates(self) -> CoreRates:
+        return self.compute if self.compute is not None else svc.compute_rates()
+
+    @property
+    def hop_s(self) -> float:
+        return self.hop if self.hop is not None else svc.dpdk_hop_s()
 
 
 class ClusterClient(BaseModel):
@@ -72,7 +84,11 @@ class ClusterClient(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     stack: ClientStack = Field(default="dpdk", description="dpdk (user-space frontend on dedicated cores), kernel (UDP/NFS client), fuse")
-    frontend_cores: int = Field(default=1, ge=1, le=256, description="dedicated frontend cores per client (dpdk; WEKA's default 1)")
+    frontend_cores: int = assumed_field(
+        1, low=1, high=6, shape="log-uniform", ge=1, le=256, description="dedicated frontend cores per client (dpdk; WEKA's default 1)",
+        note="WEKA's client takes one physical core by default (docs.weka.io, planning-a-weka-system-installation)",
+        range_note="low: that default; high: 6, the frontend cores of the clients in WEKA's own performance tests "
+        "(docs.weka.io testing-weka-system-performance, SuperMicro rows; models.cluster_service)")
     frontend: CoreRates = Field(default=svc.FRONTEND_RATES, description="per reference core: requests and bytes a frontend core serves")
     hop: Seconds | None = Field(default=None, ge=0, description="one-way hop client <-> node (default by stack: dpdk 13 us, kernel 30 us)")
 

@@ -5,7 +5,7 @@ with the protocol header per request as a coefficient), server CPU (per byte
 and per RPC), server DRAM traffic (the data passes through server memory: DMA
 in from the drives and out to the NIC, plus one copy on TCP), client CPU per
 byte and per RPC on the host.  The closed loop (models.nfs_server): the client's
-requests become RPCs, at most `client_slots` / `transport_slots` of them on the
+requests become RPCs, at most `client_slots` / the transport's (RPC/RDMA `rdma_credits`) of them on the
 wire; each waits for one of `server_threads` nfsd threads, which holds it for
 the server's CPU and, for a READ, the export's read at the depth the busy
 threads give it (the export's own law: an array's members' network).  nfsd
@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from iowatt.models import fabric as fab
 from iowatt.models.fabric import FabricName
 from iowatt.models.nfs_server import NfsLoop, NfsPath, solve_path
+from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
@@ -33,6 +34,9 @@ from iowatt.simulator.storage.kinds import local, raid
 from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rates
 from iowatt.simulator.storage.registry import BuildContext, StorageKind, check_kind, kind_tag
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+
+# credits the Linux client asks for on an RPC/RDMA connection (net/sunrpc/xprtrdma: RPCRDMA_DEF_SLOT_TABLE 128)
+RDMA_CLIENT_CREDITS = 128
 
 ExportConfig = Annotated[
     Annotated[local.LocalStorageConfig, Tag("local")] | Annotated[raid.RaidStorageConfig, Tag("raid")],
@@ -58,21 +62,36 @@ class NfsStorageConfig(BaseModel):
     )
     rsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest READ per RPC (Linux default and maximum 1 MiB)")
     wsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest WRITE per RPC")
-    server_threads: int = Field(
-        default=8, ge=1, le=4096,
-        description="nfsd threads: RPCs the server serves at once.  Default 8, the server OS's default: rpc.nfsd starts 8 "
-        "threads when given no count (nfs-utils; RPCNFSDCOUNT=8 in RHEL/CentOS 7's /etc/sysconfig/nfs, `threads=8` in "
-        "nfs.conf).  Studies rarely state it; tuned servers run 32-256",
+    server_threads: int = assumed_field(
+        8, low=8, high=256, shape="log-uniform", ge=1, le=4096,
+        description="nfsd threads: RPCs the server serves at once (each holds its RPC for the server's CPU and, for a "
+        "READ, the export's read)",
+        note="8, the server OS's default where a study states no tuning: rpc.nfsd starts 8 threads when given no count "
+        "(nfs-utils: RPCNFSDCOUNT=${RPCNFSDCOUNT:-8}; RPCNFSDCOUNT=8 in RHEL/CentOS 6-7's /etc/sysconfig/nfs and Debian's "
+        "/etc/default/nfs-kernel-server; `threads=8` in nfs.conf of RHEL 8-9)",
+        range_note="low 8: the distributions' default (above); high 256: tuning guides raise it to 32-256 for busy or "
+        "fast servers (svennd.be 2017: 128 on an 8-client cluster's backend, past which the load ran no faster; 128-256 "
+        "for 10 Gb/s+ storage in harryvasanth.com's nfsd tuning note; 200 in BurrMill's Kaldi cluster config)",
     )
     client_slots: int = Field(
         default=64, ge=1, le=4096,
         description="RPCs the client keeps in flight on the session (Linux NFSv4.1+ client: nfs.max_session_slots default 64, "
         "fs/nfs/nfs4session.h NFS4_DEF_SLOT_TABLE_SIZE)",
     )
+    rdma_credits: int = assumed_field(
+        32, low=16, high=128, shape="log-uniform", ge=1, le=16384,
+        description="RPC/RDMA credits per connection (RFC 8166 sect. 3.3.1): RPCs the server lets the client have "
+        "outstanding.  The client asks for 128 (xprtrdma RPCRDMA_DEF_SLOT_TABLE); the server grants at most its "
+        "sunrpc.svc_rdma.max_requests",
+        note="32: the server's default max_requests (include/linux/sunrpc/svc_rdma.h RPCRDMA_MAX_REQUESTS 32 in 4.x "
+        "kernels, the RHEL/CentOS 7 era of the studies)",
+        range_note="low 16: RPCRDMA_MAX_REQUESTS in 3.x kernels' svc_rdma.h; high 128: the client's request "
+        "(RPCRDMA_DEF_SLOT_TABLE), reached where the server's max_requests is raised or newer kernels grant more",
+    )
     transport_slots: int | None = Field(
         default=None, ge=1, le=65536,
-        description="RPCs the transport carries at once.  Default by protocol: rdma 128 (Linux xprtrdma "
-        "RPCRDMA_DEF_SLOT_TABLE, sunrpc.rdma_slot_table_entries: RPC/RDMA credits, RFC 8166 sect. 3.3.1), tcp 65536 "
+        description="RPCs the transport carries at once; overrides the protocol's own.  Default by protocol: rdma the "
+        "credits (min(128 the client asks for, rdma_credits the server grants)), tcp 65536 "
         "(sunrpc.tcp_max_slot_table_entries, RPC_MAX_SLOT_TABLE_LIMIT: slots grow on demand)",
     )
 
@@ -84,7 +103,7 @@ class NfsStorageConfig(BaseModel):
     @property
     def window(self) -> int:
         """RPCs the client may have outstanding: the session's slots and the transport's, whichever is fewer."""
-        transport = self.transport_slots or (128 if self.protocol == "rdma" else 65536)
+        transport = self.transport_slots or (min(RDMA_CLIENT_CREDITS, self.rdma_credits) if self.protocol == "rdma" else 65536)
         return min(self.client_slots, transport)
 
 

@@ -1,0 +1,490 @@
+"""A large component held as classes of symmetric flows: a start or an end changes a count, not every flow.
+
+Max-min fairness gives flows that are interchangeable one rate (permute them
+and the allocation is the same; it is unique, so their rates are equal).  Two
+flows are interchangeable when they have the same weight, the same usage of
+the constraints others also cross, and the same bound of their own.  A
+constraint one flow alone crosses (a GPU's own PCIe link) is, for max-min,
+only a bound on that flow's rate (capacity / coefficient); a constraint that
+only the flows of one class cross (a node's NIC shared by its 8 GPUs) is a
+bound of capacity / (coefficient x count) on each of them.  So:
+
+  - a *class* holds flows with the same (weight, own bound, shared usage);
+  - an *entry* holds classes with the same (weight, per-flow bound, usage of
+    constraints several classes cross) and is one row of the allocation
+    (maxmin.progressive_filling_rows), with the entry's flow count as multiplicity.
+
+In the row-6 cluster that is a few entries (one per number of active GPUs on a
+node) for 16,384 flows.  Only constraints whose load nothing reads during a
+run (Constraint.private_able) are folded into bounds; their loads are brought
+up to date by `settle_loads`.
+
+Time: an entry's flows all move at its rate, so it keeps one progress
+(integral of its rate); a class keeps `base` (its progress = base + its
+entry's), and a flow keeps `offset` = remaining + its class's progress, in a
+heap per class, and each entry keeps a heap of its classes' smallest offsets.
+Moving a class between entries, or a flow between classes, rebases one number.
+The earliest completion is the smallest (offset - progress) / rate over entries.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, ComponentToken, Constraint, Flow, Meter
+from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
+
+# (constraint index, coefficient, constraint), sorted by index: a usage independent of insertion order
+Usage = tuple[tuple[int, float, Constraint], ...]
+Key = tuple[float, float, Usage]  # (weight, per-flow rate bound, shared usage)
+
+_ids = itertools.count()
+
+
+class Layout(NamedTuple):
+    """The solver's view of a component's groups (ClassedComponent._solver_layout)."""
+
+    usage: list[tuple[tuple[int, float], ...]]                   # per group: (column, coefficient)
+    capacity: list[float]                                        # per column
+    single: list[tuple[Constraint, int, float]]                   # constraints one group crosses: (group, coefficient)
+    multiple: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # the others: their (group, coefficient) pairs
+    meters: list[Meter]                                          # of those constraints
+
+
+class Entry:
+    """Classes whose flows all get one rate: one row of the allocation."""
+
+    __slots__ = ("classes", "count", "heap", "key", "last_time", "name", "progress", "rate")
+
+    def __init__(self, key: Key, now: float, first: Flow | None) -> None:
+        self.key = key
+        self.name = "" if first is None else first.name  # a flow of it, to name in an error
+        self.classes: dict[FlowClass, None] = {}
+        self.count = 0            # flows in all its classes
+        self.rate = 0.0           # per flow
+        self.progress = 0.0       # integral of the rate since the entry was made
+        self.last_time = now
+        # (smallest offset of a class - its base, stamp, class id, class); stale items are skipped
+        self.heap: list[tuple[float, int, int, FlowClass]] = []
+
+    def push(self, cls: FlowClass) -> None:
+        """Re-file a class after its smallest offset or its base changed."""
+        cls.stamp += 1
+        f = cls.top()
+        if f is not None:
+            heapq.heappush(self.heap, (f.offset - cls.base, cls.stamp, cls.id, cls))
+
+    def top(self) -> tuple[float, FlowClass] | None:
+        heap = self.heap
+        while heap:
+            value, stamp, _, cls = heap[0]
+            if cls.entry is self and cls.stamp == stamp:
+                return value, cls
+            heapq.heappop(heap)
+        return None
+
+
+class FlowClass:
+    """Flows with the same weight, own rate bound and shared usage (flow_network.FlowGroup)."""
+
+    __slots__ = ("base", "count", "entry", "heap", "id", "key", "now", "private", "stamp")
+
+    def __init__(self, key: Key, now: Callable[[], float]) -> None:
+        self.key = key
+        self.now = now
+        self.count = 0
+        self.heap: list[tuple[float, int, Flow]] = []  # (offset, flow index, flow); stale items are skipped
+        self.entry: Entry | None = None
+        self.base = 0.0          # progress = base + entry.progress (base alone while between entries)
+        self.private: tuple[Constraint, ...] = ()  # constraints only its flows cross, folded into its bound
+        self.stamp = 0
+        self.id = next(_ids)
+
+    def progress(self) -> float:
+        return self.base + (0.0 if self.entry is None else self.entry.progress)
+
+    def top(self) -> Flow | None:
+        heap = self.heap
+        while heap:
+            offset, _, f = heap[0]
+            if f.group is self and f.offset == offset:
+                return f
+            heapq.heappop(heap)
+        return None
+
+    def add(self, f: Flow, remaining: float) -> None:
+        f.group = self
+        f.offset = remaining + self.progress()
+        heapq.heappush(self.heap, (f.offset, f.index, f))
+        self.count += 1
+        if self.entry is not None:
+            self.entry.count += 1
+
+    def discard(self, f: Flow) -> float:
+        """Take a flow out (its heap item goes stale); returns its remainder as of the entry's last advance."""
+        remaining = f.offset - self.progress()
+        f.group = None
+        self.count -= 1
+        if self.entry is not None:
+            self.entry.count -= 1
+        return remaining if remaining > 0.0 else 0.0
+
+    def rate_of(self, flow: Flow) -> float:
+        del flow  # every flow of a class has the class's rate
+        return 0.0 if self.entry is None else self.entry.rate
+
+    def remaining_of(self, flow: Flow) -> float:
+        e = self.entry
+        progress = self.progress() if e is None else self.base + e.progress + e.rate * (self.now() - e.last_time)
+        remaining = flow.offset - progress
+        return remaining if remaining > 0.0 else 0.0
+
+
+def _flow_key(f: Flow) -> Key:
+    cap = math.inf if f.max_rate is None else f.max_rate
+    shared: list[tuple[int, float, Constraint]] = []
+    for c, k in f.usage.items():
+        if len(c.flows) == 1 and c.private_able:
+            cap = min(cap, c.capacity / k)
+        else:
+            shared.append((c.index, k, c))
+    shared.sort()  # by constraint index: indices are distinct, so the constraints themselves are never compared
+    return f.weight, cap, tuple(shared)
+
+
+def placement(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
+    """(the classed component a started flow joins, or None; those it would join to others, to dissolve).
+    It joins one that it crosses when its other constraints are used by no other flow; the search then
+    finds whatever a dissolved component's flows form with the rest."""
+    comps: dict[ClassedComponent, None] = {}
+    foreign = False  # crosses a constraint that other flows outside any classed component use
+    for c in flow.usage:
+        comp = c.component
+        if isinstance(comp, ClassedComponent):
+            comps[comp] = None
+        elif len(c.flows) > 1:
+            foreign = True
+    if len(comps) == 1 and not foreign:
+        return next(iter(comps)), []
+    return None, list(comps)
+
+
+class ClassedComponent:
+    """One connected component of the flow network, held as classes and entries (module docstring).
+
+    It stays one exact component: a flow that crosses it and otherwise only
+    constraints no other flow uses joins it (FlowEngine.start); when flows end it stays connected while
+    one constraint (the hub) is crossed by every flow left; otherwise the engine dissolves it."""
+
+    def __init__(self, flows: list[Flow], constraints: list[Constraint], now: Callable[[], float]) -> None:
+        self.now = now
+        self.count = 0
+        self.constraints: dict[Constraint, None] = {}
+        self.dynamic: dict[Constraint, None] = {}
+        self.classes: dict[Key, FlowClass] = {}
+        self.entries: dict[Key, Entry] = {}
+        self.groups: dict[Usage, dict[Entry, None]] = {}  # entries by shared usage: one solver group each
+        self._layout: Layout | None = None
+        self.owner: dict[Constraint, FlowClass] = {}   # constraint folded into one class's bound -> that class
+        self.solo: dict[Constraint, Flow] = {}         # constraint folded into one flow's own bound -> that flow
+        self.token: ComponentToken | None = None
+        self._new: list[Flow] = []
+        self._changed: dict[FlowClass, None] = {}
+        self._touched: dict[Constraint, None] = {}
+        self.hub: Constraint | None = None
+        for c in constraints:
+            self._take(c)
+        for f in flows:
+            self.add(f)
+        self.hub = self._find_hub()
+
+    # ------------------------------------------------------------------ membership
+    def _take(self, c: Constraint) -> None:
+        c.component = self
+        self.constraints[c] = None
+        self._touched[c] = None
+        if c.dynamics is not None:
+            self.dynamic[c] = None
+
+    def _find_hub(self) -> Constraint | None:
+        for c in self.constraints:
+            if len(c.flows) == self.count:
+                return c
+        return None
+
+    def add(self, f: Flow) -> None:
+        """A flow joins (already in its constraints' flows, its own state current): allocated at the next recompute."""
+        self._new.append(f)
+        self.count += 1
+        owner = self.owner
+        for c in f.usage:
+            if c.component is not self:
+                self._take(c)
+            elif c in self.solo or c in owner:
+                # a constraint folded into a bound is shared now: only these change a bound (recompute)
+                self._touched[c] = None
+        if self.hub is not None and self.hub not in f.usage:
+            self.hub = self._find_hub()
+
+    def mark(self, c: Constraint) -> None:
+        """A constraint's capacity changed."""
+        self._touched[c] = None
+        self._layout = None
+
+    def finish(self) -> tuple[list[Flow], list[Constraint]]:
+        """The flows done now (the event this component scheduled), in creation order, taken out of their classes
+        and constraints; and the constraints left without flows, which leave the component."""
+        now = self.now()
+        self._advance(now)
+        finished: list[Flow] = []
+        for e in self.entries.values():
+            while (top := e.top()) is not None:
+                value, cls = top
+                f = cls.top()
+                assert f is not None
+                remaining = value - e.progress
+                if not (remaining <= REL_EPS * f.amount or (e.rate > 0.0 and remaining / e.rate <= TIME_EPS)):
+                    break
+                heapq.heappop(cls.heap)
+                cls.discard(f)
+                self._changed[cls] = None
+                e.push(cls)
+                finished.append(f)
+        finished.sort(key=lambda f: f.index)
+        self.count -= len(finished)
+        emptied: list[Constraint] = []
+        for f in finished:
+            f._remaining = 0.0
+            f._rate = 0.0
+            f.end_time = now
+            for c in f.usage:
+                del c.flows[f]
+                self._touched[c] = None
+                if not c.flows:
+                    emptied.append(c)
+                    c.component = None
+                    self.solo.pop(c, None)
+                    self.owner.pop(c, None)
+                    del self.constraints[c]
+                    self.dynamic.pop(c, None)
+                    self._touched.pop(c, None)
+        return finished, emptied
+
+    def connected(self) -> bool:
+        """Still provably one component: a hub crosses every flow left."""
+        hub = self.hub
+        return hub is not None and hub.component is self and len(hub.flows) == self.count
+
+    def dissolve(self) -> list[Constraint]:
+        """Hand every flow back to the per-flow engine with its state as of now; returns the constraints."""
+        if self.token is not None:
+            self.token.valid = False  # its pending event is void
+        now = self.now()
+        self._advance(now)
+        for cls in self.classes.values():
+            rate = 0.0 if cls.entry is None else cls.entry.rate
+            for offset, _, f in cls.heap:
+                if f.group is cls and f.offset == offset:
+                    f._remaining = cls.discard(f)
+                    f._rate = rate
+                    f.last_time = now
+        for f in self._new:
+            f.group = None
+        self.solo.clear()
+        self.owner.clear()
+        self.settle_loads()
+        for c in self.constraints:
+            c.component = None
+        return list(self.constraints)
+
+    def settle_loads(self) -> None:
+        """Bring every constraint's load up to date (those folded into bounds are not kept current)."""
+        for c in self.constraints:
+            c.load = sum([k * f.rate for f, k in c.flows.items()])
+
+    # ------------------------------------------------------------------ allocation
+    def _advance(self, now: float) -> None:
+        for e in self.entries.values():
+            elapsed = now - e.last_time
+            if elapsed > 0.0:
+                e.progress += e.rate * elapsed
+            e.last_time = now
+
+    def _entry_key(self, cls: FlowClass) -> tuple[Key, tuple[Constraint, ...]]:
+        weight, cap, usage = cls.key
+        m = cls.count
+        shared: list[tuple[int, float, Constraint]] = []
+        private: list[Constraint] = []
+        for item in usage:
+            _, k, c = item
+            if len(c.flows) == m and c.private_able:  # every flow crossing c is one of this class's
+                cap = min(cap, c.capacity / (k * m))
+                private.append(c)
+            else:
+                shared.append(item)
+        return (weight, cap, tuple(shared)), tuple(private)
+
+    def _move_flow(self, f: Flow, remaining: float, now: float) -> None:
+        """File a flow (new, or taken out of its class) in the class its key now names."""
+        solo = self.solo
+        for c in f.usage:
+            if solo.get(c) is f:
+                del solo[c]
+            if len(c.flows) == 1 and c.private_able:  # folded into its own bound by _flow_key
+                solo[c] = f
+        key = _flow_key(f)
+        cls = self.classes.get(key)
+        if cls is None:
+            cls = self.classes[key] = FlowClass(key, self.now)
+        cls.add(f, remaining)
+        self._changed[cls] = None
+
+    def _file_class(self, cls: FlowClass, now: float) -> None:
+        """Put a class in the entry its key now names (or drop it when empty)."""
+        old = cls.entry
+        for c in cls.private:
+            if self.owner.get(c) is cls:
+                del self.owner[c]
+        if cls.count == 0:
+            if old is not None:
+                cls.stamp += 1
+                del old.classes[cls]
+                cls.entry = None
+            if self.classes.get(cls.key) is cls:
+                del self.classes[cls.key]
+            cls.private = ()
+            return
+        key, private = self._entry_key(cls)
+        cls.private = private
+        for c in private:
+            self.owner[c] = cls
+        if old is not None and old.key == key:
+            old.push(cls)
+            return
+        if old is not None:
+            cls.base += old.progress
+            old.count -= cls.count
+            del old.classes[cls]
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = Entry(key, now, cls.top())
+            self.groups.setdefault(key[2], {})[entry] = None
+            self._layout = None
+        cls.base -= entry.progress
+        cls.entry = entry
+        entry.classes[cls] = None
+        entry.count += cls.count
+        entry.push(cls)
+
+    def recompute(self, now: float) -> tuple[float, list[Meter]]:
+        """Apply the changes since the last allocation, allocate the entries, set the shared constraints' loads.
+        Returns the seconds to the next completion (math.inf if none) and the meters whose loads changed."""
+        self._advance(now)
+        touched = self._touched
+        self._touched = {}
+        new = self._new
+        self._new = []
+        # flows whose own bound may have changed: a constraint folded into it is shared now or changed capacity,
+        # or a constraint is left with one flow
+        for c in touched:
+            f = self.solo.get(c)
+            if f is None and len(c.flows) == 1 and c.private_able:
+                f = next(iter(c.flows))
+            cls = None if f is None else f.group
+            if isinstance(cls, FlowClass) and f is not None and _flow_key(f) != cls.key:
+                self._changed[cls] = None
+                self._move_flow(f, cls.discard(f), now)
+        for f in new:
+            self._move_flow(f, f._remaining, now)
+        # classes whose entry key may have changed: those that gained or lost flows, and those a touched
+        # constraint is (or was) folded into
+        changed = self._changed
+        self._changed = {}
+        for c in touched:
+            owner = self.owner.get(c)
+            if owner is not None:
+                changed[owner] = None
+            # one flow of c, taken from the end: flows leave a dict's front first (FIFO), and a scan from the
+            # front would step over every slot they left until the dict is resized
+            for f in reversed(c.flows):
+                # c is folded into a class only if all its flows are that class's: this one's, then
+                if isinstance(f.group, FlowClass) and f.group.count == len(c.flows):
+                    changed[f.group] = None
+                break
+        for cls in changed:
+            self._file_class(cls, now)
+        for key in [key for key, e in self.entries.items() if not e.classes]:
+            del self.groups[key[2]][self.entries.pop(key)]
+            self._layout = None
+            if not self.groups[key[2]]:
+                del self.groups[key[2]]
+        return self._allocate()
+
+    def _solver_layout(self) -> Layout:
+        """Each group's limited usage as solver columns, the columns' capacities, and each constraint's
+        (group, coefficient) pairs for its load; kept until the groups or a capacity change.  Constraints crossed
+        by the same groups at the same coefficients are one column, at the smallest capacity: the others carry
+        the same flows at the same load, so they saturate no sooner and freeze no other flow (row 6: a store's
+        6 NICs and 6 drive sets, all at 0.25 bytes per byte)."""
+        if self._layout is not None:
+            return self._layout
+        incidence: dict[Constraint, list[tuple[int, float]]] = {}
+        for gi, usage in enumerate(self.groups):
+            for _, k, c in usage:
+                incidence.setdefault(c, []).append((gi, k))
+        column_of: dict[tuple[tuple[int, float], ...], int] = {}
+        capacity: list[float] = []
+        limited: list[list[tuple[int, float]]] = [[] for _ in self.groups]
+        for c, pattern in incidence.items():
+            if math.isinf(c.capacity):
+                continue  # metering only
+            shape = tuple(pattern)
+            j = column_of.get(shape)
+            if j is None:
+                j = column_of[shape] = len(capacity)
+                capacity.append(c.capacity)
+                for gi, k in pattern:
+                    limited[gi].append((j, k))
+            elif c.capacity < capacity[j]:
+                capacity[j] = c.capacity
+        meters: dict[Meter, None] = {}
+        for c in incidence:
+            meters.update(dict.fromkeys(c.meters))
+        single = [(c, p[0][0], p[0][1]) for c, p in incidence.items() if len(p) == 1]
+        multiple = [(c, tuple(p)) for c, p in incidence.items() if len(p) > 1]
+        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters))
+        return self._layout
+
+    def _allocate(self) -> tuple[float, list[Meter]]:
+        layout = self._solver_layout()
+        groups: list[RowGroup] = []
+        for usage, entries in zip(layout.usage, self.groups.values(), strict=True):
+            groups.append(RowGroup(usage, [Row(e.name, e.key[0], e.count, e.key[1]) for e in entries]))
+        rates = progressive_filling_rows(groups, layout.capacity)
+        horizon = math.inf
+        moving: list[float] = []  # per group, flows x rate: its throughput per unit of coefficient
+        for entries, group_rates in zip(self.groups.values(), rates, strict=True):
+            total = 0.0
+            for e, r in zip(entries, group_rates, strict=True):
+                e.rate = r
+                total += e.count * r
+                if r > 0.0 and (top := e.top()) is not None:
+                    t = (top[0] - e.progress) / r
+                    if t < horizon:
+                        horizon = t
+            moving.append(total)
+        for c, gi, k in layout.single:
+            c.load = k * moving[gi]
+        for c, pattern in layout.multiple:
+            c.load = sum([k * moving[gi] for gi, k in pattern])
+        return horizon, layout.meters
+
+    def flows(self) -> Iterable[Flow]:
+        for cls in self.classes.values():
+            for offset, _, f in cls.heap:
+                if f.group is cls and f.offset == offset:
+                    yield f
