@@ -1,4 +1,4 @@
-"""Calibration commands: `iowatt collect fio|dlio`, `iowatt calibrate`, `iowatt validate`."""
+"""Calibration commands: `iowatt collect fio|dlio|passes`, `iowatt calibrate`, `iowatt validate`."""
 
 from __future__ import annotations
 
@@ -21,11 +21,12 @@ def _errors() -> tuple[type[Exception], ...]:
     from iowatt.calibration.dlio import DlioError
     from iowatt.calibration.fioparse import FioParseError
     from iowatt.calibration.fit import FitError
+    from iowatt.calibration.pass_test import PassTestError
     from iowatt.calibration.plan import PlanError
     from iowatt.calibration.profile import ProfileError
     from iowatt.calibration.runner import CollectError
 
-    return (BundleError, DlioError, FioParseError, FitError, PlanError, ProfileError, CollectError)
+    return (BundleError, DlioError, FioParseError, FitError, PlanError, ProfileError, CollectError, PassTestError)
 
 
 def _as_user_error(func):  # noqa: ANN001
@@ -97,6 +98,31 @@ def collect_dlio(
         raise UserError(f"--override: expected KEY=VALUE, found {next(o for o in override if '=' not in o)!r}")
     manifest = dlio.ingest(ingest, out) if ingest is not None else dlio.run(config, out, override)  # type: ignore[arg-type]
     print(f"bundle {out} (manifest {manifest.id}): {len(manifest.files)} files", file=sys.stderr)
+    typer.echo(str(out))
+
+
+@collect_app.command("passes")
+@user_errors
+@_as_user_error
+def collect_passes(
+    target: Annotated[Path, typer.Option("--target", "-t", help="Folder on the filesystem to measure (a test folder is made and removed).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bundle JSON file to create.")],
+    writers: Annotated[int, typer.Option("--writers", help="Writer processes, one file each (DLIO's ranks).")] = 8,
+    file_mib: Annotated[int, typer.Option("--file-MiB", help="Size of each writer's file, MiB.")] = 128,
+    buffer_mib: Annotated[int, typer.Option("--buffer-MiB", help="Size of each write() call, MiB.")] = 64,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Rounds; each runs every mode once, in a shuffled order.")] = 3,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the mode order.")] = 1,
+    keep_caches: Annotated[bool, typer.Option("--keep-caches", help="Do not drop the page cache before each save.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Time checkpoint-like saves into a fresh folder, over the previous pass's files (O_TRUNC), beside them, and after
+    deleting them (calibration/pass_test.py)."""
+    from iowatt.calibration import pass_test
+
+    pass_test.check(target, out, writers, file_mib, buffer_mib, repeats)
+    say = None if quiet else (lambda text: print(text, file=sys.stderr))
+    bundle = pass_test.run(target, writers, file_mib * 2**20, buffer_mib * 2**20, repeats, seed, drop=not keep_caches, progress=say)
+    pass_test.write_bundle(out, bundle)
     typer.echo(str(out))
 
 
