@@ -24,6 +24,7 @@ is counted and its reason kept, never dropped silently.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import math
@@ -231,10 +232,9 @@ def run_rows(subjects: tuple[Subject, ...], rows: list[tuple[int, dict[str, floa
 
     for subject in subjects:  # a fresh worker declares the constants when their modules are imported
         for name in subject.constants:
-            try:
+            # a name not after its module was declared in this process already, or the run reports the unknown name
+            with contextlib.suppress(ImportError):
                 importlib.import_module(f"iowatt.{name.rsplit('.', 1)[0]}")
-            except ImportError:
-                pass  # not named after its module: declared in this process already, or the run reports the unknown name
     out: list[tuple[int, list[Outputs] | None, str]] = []
     for index, values in rows:
         results: list[Outputs] = []
