@@ -34,129 +34,58 @@ and names the busiest as the binding constraint.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from iowatt.models import cluster_service as svc
 from iowatt.models import erasure, incast, mva
 from iowatt.models.fabric import port_goodput_Bps, protocol_cost
 from iowatt.models.links import link_payload_Bps
-from iowatt.simulator.flows import Constraint, FlowEngine
+from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import HostRuntime, ServerNode, server_node
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.cluster_config import ClusterStorageConfig
+from iowatt.simulator.storage.contract import Access, Drive
 from iowatt.simulator.storage.registry import BuildContext
 from iowatt.simulator.storage.shared import scale_meter
+from iowatt.simulator.storage.stations import Plan, StationVolume
 from iowatt.simulator.storage.striped import StripedVolume
 
-if TYPE_CHECKING:
-    from iowatt.simulator.storage.kinds.cluster import ClusterStorageConfig
 
-
-class _Busy:
-    """Dynamics with no breakpoint that integrates its constraint's load (work done up to now)."""
-
-    __slots__ = ("integral",)
-
-    def __init__(self) -> None:
-        self.integral = 0.0
-
-    def advance(self, elapsed_seconds: float, load: float) -> None:
-        self.integral += load * elapsed_seconds
-
-    def seconds_to_breakpoint(self, load: float) -> float:
-        del load
-        return math.inf
-
-    def on_breakpoint(self, engine: FlowEngine, constraint: Constraint) -> None:
-        del engine, constraint
-
-
-def _watch(constraint: Constraint) -> _Busy | None:
-    """Integrate the load of a client host's constraint that the workload shares with the storage stack (its CPU,
-    its DRAM): the binding station may be the host's own.  A constraint with a state of its own is left alone."""
-    if constraint.dynamics is None:
-        constraint.dynamics = _Busy()
-    return constraint.dynamics if isinstance(constraint.dynamics, _Busy) else None
-
-
-@dataclass
-class _Station:
-    """One kind of service station: `servers` per station, `stations` of them, each server doing `rate` work units per second."""
-
-    constraint: Constraint
-    servers: float
-    stations: float
-    rate: float          # work units (reference-core seconds, bytes) one server does per second
-    lumped: bool         # the constraint stands for one of the stations (a node), not all (the clients)
-    busy: _Busy | None = None
-
-    def cost(self, work_per_request: float, block_bytes: float) -> float:
-        """Engine coefficient per host byte of a request that takes `work_per_request` from this kind of station."""
-        return work_per_request / block_bytes / (self.stations if self.lumped else 1.0)
-
-
-@dataclass
-class _Plan:
-    """One access: its stages for the MVA, its usage for the engine, its delays."""
-
-    stages: list[mva.Stage] = field(default_factory=list)
-    usage: Usage = field(default_factory=list)
-    delay_s: float = 0.0
-    path: str = ""
-
-
-class ClusterVolume(Volume):
+class ClusterVolume(StationVolume):
     """A scale-out cluster: `nodes` x drives, k+m erasure coding, software service stations, `clients` clients."""
 
+    paths_key = "erasure_paths"
+
     def __init__(self, engine: FlowEngine, config: ClusterStorageConfig, host: HostRuntime, server: ServerNode, pool: StripedVolume) -> None:
-        self.engine = engine
+        super().__init__(engine, host, server, config.clients)
         self.config = config
-        self.host = host
-        self.server = server
         self.pool = pool
         self.layout = config.layout()
-        self.started_s = engine.env.now
-        self.paths: set[str] = set()
         alive = self.layout.alive
         self.rdma = config.protocol == "rdma"
         self.header_bytes = protocol_cost(f"nvmeof-{config.protocol}").header_bytes
         self.compute_rates = config.software.compute_rates()  # assumed constants, read once per build
         node_cpu = config.node.cpu_spec()
-        host_speed = host.core_speed
         nic_card = link_payload_Bps(svc.NIC_HOST_LINK[config.fabric])
         node_nic = port_goodput_Bps(config.fabric, self.rdma, config.node_nics, config.mtu)
         client_nic = port_goodput_Bps(config.fabric, self.rdma, config.client_nics, config.mtu)
         node_cards = -(-config.node_nics // config.nic_ports_per_card)
         client_cards = -(-config.client_nics // config.nic_ports_per_card)
-        self.stations: dict[str, _Station] = {}
         node = {"compute": (config.compute_cores, node_cpu.core_speed), "drive_cores": (config.drive_cores, node_cpu.core_speed),
                 "nic_rx": (1, node_nic), "nic_tx": (1, node_nic), "pcie_rx": (1, node_cards * nic_card),
                 "pcie_tx": (1, node_cards * nic_card)}
         for name, (servers, rate) in node.items():
-            self._station(f"node.{name}", servers, alive, rate, lumped=True)
-        self.stations["node.memory"] = _Station(server.memory, 1, alive, server.memory.capacity, True, _watch(server.memory))
+            self.station(f"node.{name}", servers, alive, rate, lumped=True)
         clients = {"nic_rx": (1, client_nic), "nic_tx": (1, client_nic), "pcie_rx": (1, client_cards * nic_card),
                    "pcie_tx": (1, client_cards * nic_card)}
         if config.client.stack == "dpdk":
-            clients["frontend"] = (config.client.frontend_cores, host_speed)
+            clients["frontend"] = (config.client.frontend_cores, host.core_speed)
         for name, (servers, rate) in clients.items():
-            self._station(f"cluster.clients.{name}", servers, config.clients, rate, lumped=False)
-        per_client_cores = host.cores / config.clients
-        self.stations["host.cpu"] = _Station(host.cpu, per_client_cores, config.clients, 1.0, False, _watch(host.cpu))  # real core-seconds
-        self.stations["host.memory"] = _Station(host.memory, 1.0, config.clients, host.memory.capacity / config.clients, False, _watch(host.memory))
-        self.drives_busy = _Busy()
-        self.drives_probe = engine.constraint("node.drives_busy", math.inf, dynamics=self.drives_busy)
+            self.station(f"cluster.clients.{name}", servers, config.clients, rate, lumped=False)
+        self.watch_host(alive)
         self._spin_power(config, node_cpu.tdp_W, node_cpu.idle_W, node_cpu.cores)
         for meter in (server.meter, server.base_meter):
             scale_meter(engine, meter, alive)  # failed nodes are down: they draw nothing
         for drive in pool.unique_drives:
             scale_meter(engine, drive.meter, alive * pool.copies)
-
-    def _station(self, name: str, servers: float, stations: float, rate: float, lumped: bool) -> None:
-        busy = _Busy()
-        capacity = servers * rate * (1.0 if lumped else stations)
-        constraint = self.engine.constraint(name, capacity, dynamics=busy)
-        self.stations[name] = _Station(constraint, servers, stations, rate, lumped, busy)
 
     def _spin_power(self, config: ClusterStorageConfig, tdp_W: float, idle_W: float, cores: int) -> None:
         """Dedicated DPDK cores poll: busy power whatever the load (module docstring)."""
@@ -180,58 +109,16 @@ class ClusterVolume(Volume):
     def discard(self, nbytes: float) -> None:
         self.pool.discard(nbytes * erasure.write_expansion(self.layout.k, self.layout.m) / self.layout.nodes)
 
-    def usage(self, access: Access) -> Usage:
-        plan = self._plan(access)
-        self.paths.add(plan.path)
-        return plan.usage
-
     def stored_shares(self) -> list[tuple[Drive, float]]:
         """The representative node's drives: each node stores (k + m) / k of the data over the nodes."""
         per_node = erasure.write_expansion(self.layout.k, self.layout.m) / self.layout.nodes
         return [(d, s * per_node) for d, s in self.pool.stored_shares()]
 
-    def client_side(self) -> list[Constraint]:
-        """The per-client stations (NIC ports, NIC cards' PCIe, frontend cores): `clients` x one client's."""
-        return [st.constraint for name, st in self.stations.items() if name.startswith("cluster.clients.")]
-
-    def qd1_latency_s(self, access: Access) -> float:
-        plan = self._plan(access.with_(queue_depth=1.0))
-        return mva.response_s(plan.stages, 0.0, 1.0, 1.0, plan.delay_s)
-
-    def concurrency(self, access: Access) -> ConcurrencyLaw:
-        """The MVA solution at the access's queue depth, as the law's queueing time per further request."""
-        plan = self._plan(access)
-        n = access.queue_depth
-        l0 = mva.response_s(plan.stages, 0.0, 1.0, 1.0, plan.delay_s)
-        if n <= 1.0:
-            return ConcurrencyLaw(l0)
-        solution = mva.solve(plan.stages, n, float(self.config.clients), plan.delay_s)
-        return ConcurrencyLaw(l0, max(0.0, (n / solution.throughput - l0) / (n - 1.0)))
-
-    def solve(self, access: Access) -> mva.Solution:
-        """The closed loop of `access.queue_depth` requests (throughput, response time, each stage's utilisation)."""
-        plan = self._plan(access)
-        return mva.solve(plan.stages, access.queue_depth, float(self.config.clients), plan.delay_s)
-
-    def report(self) -> dict[str, object]:
-        out = super().report()
-        elapsed = self.engine.env.now - self.started_s
-        if elapsed <= 0.0:
-            return out
-        util = {name: s.busy.integral / (s.constraint.capacity * elapsed)
-                for name, s in self.stations.items() if s.busy is not None and s.constraint.capacity > 0.0}
-        util["node.drives"] = self.drives_busy.integral / elapsed
-        busiest = max(util, key=lambda name: util[name])
-        out["station_utilisation"] = {name: round(u, 4) for name, u in sorted(util.items(), key=lambda kv: -kv[1])}
-        out["binding_constraint"] = f"{busiest} ({100.0 * util[busiest]:.0f} % busy)"
-        out["erasure_paths"] = sorted(self.paths)
-        return out
-
     # ------------------------------------------------------------ one access
-    def _plan(self, access: Access) -> _Plan:
+    def plan(self, access: Access) -> Plan:
         b = access.block_bytes
         work = erasure.request_work(self.layout, access.op, b, access.pattern)
-        plan = _Plan(path=work.path)
+        plan = Plan(b, path=work.path)
         self._client_stages(plan, access, work)
         self._network_stages(plan, access, work)
         self._node_stages(plan, access, work)
@@ -242,59 +129,49 @@ class ClusterVolume(Volume):
             plan.delay_s += incast.stall_s(work.fan_out, work.client_in_bytes / work.fan_out, c.incast)
         return plan
 
-    def _add(self, plan: _Plan, name: str, b: float, work_per_branch: float, branches: float = 1.0, background: float = 0.0) -> None:
-        """A stage of `branches` x `work_per_branch` work units (plus `background`) at station `name`."""
-        station = self.stations[name]
-        total = work_per_branch * branches + background
-        if total <= 0.0:
-            return
-        plan.usage.append((station.constraint, station.cost(total, b)))
-        plan.stages.append(mva.Stage(name, work_per_branch / station.rate, station.servers, station.stations, branches,
-                                     background / station.rate, private=not station.lumped))
-
     def _coding_s(self, coded: float, op: str) -> float:
         """Reference-core seconds of the code: m parities per data byte written, k inputs per rebuilt byte (counted in `coded`)."""
         return coded * (self.layout.m if op == "write" else 1.0) * svc.erasure_seconds_per_byte_per_parity()
 
-    def _client_stages(self, plan: _Plan, access: Access, work: erasure.RequestWork) -> None:
+    def _client_stages(self, plan: Plan, access: Access, work: erasure.RequestWork) -> None:
         c, b = self.config, access.block_bytes
         coding = self._coding_s(work.coded_bytes, access.op) if self.layout.erasure_at == "client" else 0.0
         if c.client.stack == "dpdk":
             splits = svc.client_request_split(c.client.stack, b)
             fe = c.client.frontend.seconds(access.op, splits, svc.frontend_bytes(access.op, b, self.rdma))
-            self._add(plan, "cluster.clients.frontend", b, fe + coding)
+            self.add(plan, "cluster.clients.frontend", fe + coding)
         else:
-            self._add(plan, "host.cpu", b, (svc.host_cpu_s(c.client.stack, b) + coding) / self.host.core_speed)
+            self.add(plan, "host.cpu", (svc.host_cpu_s(c.client.stack, b) + coding) / self.host.core_speed)
 
-    def _network_stages(self, plan: _Plan, access: Access, work: erasure.RequestWork) -> None:
+    def _network_stages(self, plan: Plan, access: Access, work: erasure.RequestWork) -> None:
         b = access.block_bytes
         piece = b / max(work.fan_out, 1.0)
         wire = 1.0 + self.header_bytes / piece
         out_b, in_b = work.client_out_bytes * wire, work.client_in_bytes * wire
         for name, nbytes in (("nic_tx", out_b), ("pcie_tx", out_b), ("nic_rx", in_b), ("pcie_rx", in_b)):
-            self._add(plan, f"cluster.clients.{name}", b, nbytes)
+            self.add(plan, f"cluster.clients.{name}", nbytes)
         node_in = (work.client_out_bytes + work.peer_bytes) * wire
         node_out = (work.client_in_bytes + work.peer_bytes) * wire
         later = work.background_peer_bytes * wire
         for name, nbytes in (("nic_rx", node_in), ("pcie_rx", node_in), ("nic_tx", node_out), ("pcie_tx", node_out)):
-            self._add(plan, f"node.{name}", b, nbytes / work.fan_out, work.fan_out, later)
+            self.add(plan, f"node.{name}", nbytes / work.fan_out, work.fan_out, later)
         moved = node_in + node_out + work.reads.bytes + work.writes.bytes
         moved_later = 2.0 * later + work.background_reads.bytes + work.background_writes.bytes
-        self._add(plan, "node.memory", b, moved / work.fan_out, work.fan_out, moved_later)
+        self.add(plan, "node.memory", moved / work.fan_out, work.fan_out, moved_later)
 
-    def _node_stages(self, plan: _Plan, access: Access, work: erasure.RequestWork) -> None:
-        s, b, op = self.config.software, access.block_bytes, access.op
+    def _node_stages(self, plan: Plan, access: Access, work: erasure.RequestWork) -> None:
+        s, op = self.config.software, access.op
         if self.layout.erasure_at == "server":
             handled = work.client_out_bytes if op == "write" else 0.0
             owner = self.compute_rates.seconds(op, work.owner_requests, handled) + self._coding_s(work.coded_bytes, op)
             later = self.compute_rates.seconds("write", 0.0, work.background_coded_bytes) + self._coding_s(work.background_coded_bytes, "write")
-            self._add(plan, "node.compute", b, owner, 1.0, later)
+            self.add(plan, "node.compute", owner, 1.0, later)
         drive = s.drive.seconds("read", work.reads.ios, work.reads.bytes) + s.drive.seconds("write", work.writes.ios, work.writes.bytes)
         later = s.drive.seconds("read", work.background_reads.ios, work.background_reads.bytes)
         later += s.drive.seconds("write", work.background_writes.ios, work.background_writes.bytes)
-        self._add(plan, "node.drive_cores", b, drive / work.fan_out, work.fan_out, later)
+        self.add(plan, "node.drive_cores", drive / work.fan_out, work.fan_out, later)
 
-    def _drive_stages(self, plan: _Plan, access: Access, work: erasure.RequestWork) -> None:
+    def _drive_stages(self, plan: Plan, access: Access, work: erasure.RequestWork) -> None:
         """The pieces on the nodes' drives: engine usage per kind of piece, the drives' own law as the MVA stage."""
         b, alive = access.block_bytes, self.layout.alive
         log = self.layout.small_writes == "journal" and not work.rewrites
@@ -319,7 +196,7 @@ class ClusterVolume(Volume):
         if busy > 0.0:
             plan.usage.append((self.drives_probe, busy))
 
-    def _drive_stage(self, plan: _Plan, piece: Access, pieces: float) -> None:
+    def _drive_stage(self, plan: Plan, piece: Access, pieces: float) -> None:
         """The pool's law (models.ssd: L0 over c = L0 / S flash units) as c units per node; no queueing law: a delay."""
         law = self.pool.concurrency(piece)
         if law.queue_seconds <= 0.0:
