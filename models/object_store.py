@@ -12,9 +12,10 @@ Sources:
   - AWS, "Amazon S3 multipart upload limits" (docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html):
     parts of 5 MiB to 5 GiB (the last may be smaller), at most 10,000 parts per upload;
   - AWS SDKs' transfer managers: 10 concurrent requests by default (.NET TransferUtilityConfig
-    ConcurrentServiceRequests = 10; boto3 TransferConfig max_concurrency = 10) and 8 MiB parts
-    (boto3 multipart_chunksize);
+    ConcurrentServiceRequests = 10; boto3 TransferConfig max_concurrency=10) and 8 MiB parts
+    (boto3 TransferConfig multipart_chunksize=8388608; boto3 docs, S3 customization reference);
   - AWS S3 performance guidance as widely restated: first-byte latency 100-200 ms for the cloud service.
+docs/sources.md keys: L15 (limits), L16 (.NET), L19 (boto3), L17 (latency notes).
 """
 
 from __future__ import annotations

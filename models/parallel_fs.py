@@ -1,7 +1,7 @@
 """A Lustre-style parallel file system by request: RPCs, stripes over OSTs, the client's RPC window, metadata.
 
 Layout (Lustre Operations Manual, ch. "Managing File Layout (Striping) and Free
-Space", and "Lustre Parameters", osc.* tunables; doc/manual.git at git.whamcloud.com):
+Space", and "Lustre Parameters", osc.* tunables; doc/manual.git at git.whamcloud.com; docs/sources.md L14, and L18 for the 1 MB bulk RPCs):
   - a file's data is striped in `stripe_size` pieces round-robin over
     `stripe_count` OSTs (object storage targets), each an array on an OSS
     (object storage server); the defaults are stripe_count 1, stripe_size 1 MiB;

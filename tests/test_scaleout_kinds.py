@@ -204,3 +204,26 @@ def test_library_scenarios_run_and_name_their_binding_station(path: Path):
     assert value == value and value > 0.0
     assert max(doc["storage"]["station_utilisation"].values()) <= 1.0 + 1e-6
     assert doc["storage"]["binding_constraint"]
+
+
+def test_the_cluster_kind_and_its_volume_import_one_way():
+    """Oracle: the layering rule of docs/architecture.md, every import counted (lazy and TYPE_CHECKING ones too): the
+    cluster's volume and config never import the kind's module, so kinds/cluster -> cluster_volume -> cluster_config
+    is one way (before: kinds/cluster imported the volume lazily and the volume imported the kind for its type)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "simulator" / "storage"
+
+    def imports(path: Path) -> set[str]:
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        return found
+
+    kind = "iowatt.simulator.storage.kinds.cluster"
+    assert kind not in imports(root / "cluster_volume.py")
+    assert kind not in imports(root / "cluster_config.py")
+    assert "iowatt.simulator.storage.cluster_volume" not in imports(root / "cluster_config.py")
