@@ -42,9 +42,10 @@ FITTED = {"amax.fio.hdd.iops", "sr.ckpt.ps1010.pass1", "amax.epoch.9200", "amax.
 # the energies that follow from the two drives' longer runs.  What limits them under GIDS is not in the model.
 KNOWN_MISSES = {"m9550.gnn.iops_vs_cm7r", "m9550.gnn.iops_vs_pm1743", "m9550.gnn.ssd_energy_pm1743", "m9550.gnn.ssd_energy_vs_cm7r"}
 # issue 31 (branch scaleout): the multi-node CosmoFlow rows of MLPerf Storage v1.0 ran at AU ~70 % (the submitters'
-# count at the pass mark); the model serves their demand (AU 91.6 %, its TF loader's own ceiling) from every parallel
-# file system, 30-37 % above the published MiB/s.  What held those systems at ~530 MiB/s per H100 (small-file or
-# client-side costs) is not in the model; the unet3d rows of the same systems are within 10 %.
+# count at the pass mark); the model serves their demand from every parallel file system and stops at AU 91.6 %, its
+# TF loader's own ceiling, 30-37 % above the published MiB/s.  The round's single-accelerator CosmoFlow runs (no
+# storage contended: YanRong 82.8 %, Juicedata 80.7 %) put DLIO's own ceiling lower than the model's, so part of the
+# miss is the DLIO workload model's; the unet3d rows of the same systems are within 10 % (docs/scale-out.md).
 KNOWN_MISSES |= {"mlps1.mn.ddn.cosmoflow.h100", "mlps1.mn.ddn.cosmoflow.a100", "mlps1.mn.iei.cosmoflow.h100.6hosts",
                  "mlps1.mn.yanrong.f9000x.cosmoflow.h100.120"}
 # issue 31: public multi-node MLPerf Storage v1.0 closed rows (mlcommons/storage_results_v1.0), not in the shared reference
@@ -163,8 +164,8 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     predicted = [r for r in report.rows if r.role == "predicted"]
     errors = [abs(r.predicted - r.measured) / r.measured for r in predicted]
     headline = report.summary["predicted"]
-    # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 16: issue 31's multi-node MLPerf Storage v1.0 rows
-    assert headline["n"] == len(predicted) == 24 + 21 + 16
+    # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 20: issue 31's multi-node MLPerf Storage v1.0 rows
+    assert headline["n"] == len(predicted) == 24 + 21 + 20
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)
