@@ -20,7 +20,7 @@ from iowatt.models import array as raid
 from iowatt.models import fabric, host_io
 from iowatt.scenarios.loader import ScenarioError, load
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.storage import Access
+from iowatt.simulator.storage import Access, registry
 from iowatt.simulator.system import SystemConfig, SystemRuntime
 from typer.testing import CliRunner
 
@@ -295,7 +295,7 @@ def test_every_existing_library_scenario_still_loads():
     assert files
     for path in files:
         scenario = load(path, [])
-        assert scenario.system.storage.kind in ("local", "raid", "nfs", "cluster")
+        assert scenario.system.storage.kind in registry.kind_names()
 
 
 def test_amax_nfs_raid5_scenarios_resolve_to_16_drive_arrays():
@@ -319,7 +319,7 @@ def _amax_nfs(**export: Any) -> dict[str, Any]:
         ("export", {"level": 7}, "system.storage.export.level: expected 0, 1, 5, 6 or 10, found 7"),
         ("export", {"kind": "cluster"}, "kind: expected one of local, raid, found 'cluster'"),
         ("storage", {"fabric": "ib-xdr"}, "system.storage.fabric: expected 'ib-edr'"),
-        ("storage", {"kind": "tape"}, "kind: expected one of local, cluster, nfs, raid, found 'tape'"),
+        ("storage", {"kind": "tape"}, "kind: expected one of local, cluster, nfs, object, parallel_fs, raid, found 'tape'"),
     ],
 )
 def test_bad_storage_values_name_the_field(where: str, change: dict[str, Any], message: str):
