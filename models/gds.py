@@ -14,8 +14,10 @@ closed-loop law (its drives' concurrency law at each block size, capped by
 their ceilings).  Each request also costs:
 
 - the host CPU for cuFile's submission and completion (library, the nvidia-fs
-  ioctl, the kernel's O_DIRECT path): one core-interval per request, on the
-  host's cores (a multi-server station);
+  ioctl, the kernel's O_DIRECT path): one core-interval per request, done by
+  the gdsio thread that owns the read, so a multi-server station of
+  min(threads, host cores) servers: a batch of 128 reads from one thread is
+  submitted and reaped one after another by that thread;
 - in P2P mode nothing more: the drive DMAs straight into the GPU's BAR1 over
   the PCIe path (models.host_interface: a switch, the root complex, or across
   sockets), crossing the GPU's link once;
@@ -115,14 +117,17 @@ class GdsLoop:
 
 def gds_loop(storage_rates: tuple[float, ...], block_bytes: float, requests: int, mode: GdsMode,
              host_cores: float, copy_Bps: float, cpu_s: float | None = None, core_speed: float = 1.0,
-             storage_ceiling: float | None = None) -> GdsLoop:
+             storage_ceiling: float | None = None, submitters: int | None = None) -> GdsLoop:
     """Solve N = `requests` reads of `block_bytes`: the storage (its rates with 1..N outstanding), the
     host's cores for cuFile (`cpu_s` reference-core seconds each, on cores of `core_speed`), and in
-    compatibility mode the GPU's copy engine and the copy's fixed latency.  cpu_s None: the assumed cuFile cost."""
+    compatibility mode the GPU's copy engine and the copy's fixed latency.  cpu_s None: the assumed cuFile cost.
+    submitters: the gdsio threads doing that CPU work (None: as many as requests); the station has
+    min(submitters, host_cores) servers."""
     cpu_s = cufile_cpu_s_per_io() if cpu_s is None else cpu_s
+    servers = host_cores if submitters is None else min(float(submitters), host_cores)
     stations = [Station("storage", storage_rates)]
     if cpu_s > 0.0:
-        stations.append(Station("host cpu", tuple(min(j, host_cores) * core_speed / cpu_s for j in range(1, requests + 1))))
+        stations.append(Station("host cpu", tuple(min(j, servers) * core_speed / cpu_s for j in range(1, requests + 1))))
     delays = []
     if mode == "compat":
         stations.append(Station("gpu copy engine", (copy_Bps / block_bytes,)))

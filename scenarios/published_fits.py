@@ -92,7 +92,6 @@ DLIO_GENERATE = WorkloadDefault(
 )
 CNTK_DECODE = ScenarioField("workload.cpu_seconds_per_sample", ("amax/epoch_9200.yaml", "amax/epoch_5210.yaml", "amax/epoch_hdd.yaml"))
 HDD_LAYOUT = ScenarioField("system.storage.layout_clusters", ("amax/epoch_hdd.yaml",), integer=True)
-GDS_STREAMS = ScenarioField("workload.threads", ("storagereview/gdsio_l4_p5336.yaml", "storagereview/gdsio_l4_ps1010.yaml"), integer=True)
 
 
 def hdd_reorder_efficiency(ctx: FitContext, rows: Sequence[Measurement]) -> float:
@@ -117,12 +116,6 @@ def hdd_layout_clusters(ctx: FitContext, rows: Sequence[Measurement]) -> float:
     """Filesystem layout of the ImageNet set on the HDD: ext4's compact layout (1 piece) or XFS's 8 allocation
     groups of an 8 TB disk (8 pieces), whichever fits the HDD epoch better."""
     return solve_discrete(ctx, HDD_LAYOUT, rows, (1, 8))
-
-
-def gds_streams(ctx: FitContext, rows: Sequence[Measurement]) -> float:
-    """The reading of the study's gdsio "IO depth 128": the CUDA streams (async threads) whose reads reach the drive at
-    once, the power of two up to 128 that best fits both gdsio rows (one reading for both drives, models.gds)."""
-    return solve_discrete(ctx, GDS_STREAMS, rows, (1, 2, 4, 8, 16, 32, 64, 128))
 
 
 @dataclass(frozen=True)
@@ -164,6 +157,4 @@ FITS: tuple[Fit, ...] = (
     Fit("hdd_layout_clusters", HDD_LAYOUT, hdd_layout_clusters, Prior(
         8, "assumed: XFS, the default filesystem of RHEL/CentOS 7 in 2018, spreads new directories over its 8 allocation "
         "groups of an 8 TB disk"), 0.0),
-    Fit("gds_streams", GDS_STREAMS, gds_streams, Prior(
-        128, "assumed: the study's IO depth 128 puts every queued read at the drive (128 streams, or 128 sync threads)"), 0.0),
 )

@@ -66,19 +66,19 @@ def test_each_fit_reproduces_its_recorded_value(fit):
     assert value == pytest.approx(recorded, rel=fit.reproduce_rel, abs=1e-12), f"{fit.name}: fit {value:.6g}, recorded {recorded:.6g}"
 
 
-def _gdsio_table(tmp_path: Path) -> Path:
-    rows = [r for r in yaml.safe_load(TABLE.read_text())["measurements"] if r["id"].startswith("sr.gdsio")]
+def _epoch_table(tmp_path: Path) -> Path:
+    rows = [r for r in yaml.safe_load(TABLE.read_text())["measurements"] if r["id"] == "amax.epoch.9200"]
     for row in rows:
         row["scenario"] = str((TABLE.parent / row["scenario"]).resolve())
-    path = tmp_path / "gdsio.yaml"
+    path = tmp_path / "epoch.yaml"
     path.write_text(yaml.safe_dump({"tolerance": {"value": 0.1, "ratio": 0.15}, "measurements": rows}))
     return path
 
 
 def test_leaving_the_study_out_falls_back_to_the_prior(tmp_path):
-    """Both gdsio rows are the stream reading's only rows: without their study the reading is its prior (128), and the
-    rows are predicted as a run with that value set by hand predicts them."""
-    path = _gdsio_table(tmp_path)
+    """The 9200 PRO epoch is the CNTK decode time's only row here: without its study the value is its prior
+    (9.8 ms), and the row is predicted as a run with that value set by hand predicts it."""
+    path = _epoch_table(tmp_path)
     table = read_table(path)
     cache = RunCache()
     report = evaluate_table(table, path.parent, cache=cache)
@@ -86,17 +86,16 @@ def test_leaving_the_study_out_falls_back_to_the_prior(tmp_path):
     result = cross_validate(table, path.parent, report, cache)
     (study,) = result.studies
     (value,) = study.values
-    assert (study.study, value.fit, value.basis, value.value, value.recorded) == ("sr", "gds_streams", "prior", 128, 1)
-    for row in study.rows:
-        scenario = LIB / "storagereview" / f"gdsio_l4_{row.id.split('.')[2]}.yaml"
-        by_hand = run_scenario(load(scenario, ["workload.threads=128"]))[0]["metrics"]["bandwidth_GiB_per_second"]
-        assert row.predicted == pytest.approx(by_hand, rel=1e-12)
-    assert study.in_sample["median_abs_error"] == report.summary["by_study"]["sr"]["median_abs_error"]
+    assert (study.study, value.fit, value.basis, value.value) == ("amax", "cntk_decode_seconds", "prior", 0.0098)
+    (row,) = study.rows
+    by_hand = run_scenario(load(LIB / "amax" / "epoch_9200.yaml", ["workload.cpu_seconds_per_sample=0.0098"]))[0]
+    assert row.predicted == pytest.approx(by_hand["metrics"]["epoch_time_mean_seconds"], rel=1e-12)
+    assert study.in_sample["median_abs_error"] == report.summary["by_study"]["amax"]["median_abs_error"]
     assert study.cross_validated["max_abs_error"] > study.in_sample["max_abs_error"]
 
 
 def test_validate_cli_cross_validates_in_json_and_markdown_with_jobs(tmp_path):
-    path = _gdsio_table(tmp_path)
+    path = _epoch_table(tmp_path)
     runner = CliRunner()
     one = runner.invoke(app, ["validate", str(path), "--format", "json", "--cross-validate"])
     two = runner.invoke(app, ["validate", str(path), "--format", "json", "--cross-validate", "--jobs", "2"])
@@ -116,7 +115,7 @@ def test_validate_cli_cross_validates_in_json_and_markdown_with_jobs(tmp_path):
 
 def test_validate_rejects_bad_jobs_and_cross_validating_a_bundle(tmp_path):
     runner = CliRunner()
-    bad = runner.invoke(app, ["validate", str(_gdsio_table(tmp_path)), "--jobs", "0"])
+    bad = runner.invoke(app, ["validate", str(_epoch_table(tmp_path)), "--jobs", "0"])
     assert bad.exit_code == 2 and "--jobs" in bad.output and "Traceback" not in bad.output
     bundle = runner.invoke(app, ["validate", "--bundle", str(tmp_path), "--profile", str(tmp_path / "p.yaml"), "--cross-validate"])
     assert bundle.exit_code == 2 and "--cross-validate" in bundle.output

@@ -4,7 +4,7 @@
 What reaches the drives follows the cuFile API (models.gds.drive_requests):
 batch puts every read at the drive, sync and async one per thread (an async
 thread's reads wait on its CUDA stream in issue order: loop.StreamOrder).  A
-read then holds one of the host's cores for cuFile's submission (an
+read then holds one of the host's cores (at most one per gdsio thread) for cuFile's submission (an
 exponential time of mean models.gds.cufile_cpu_s_per_io() on the host's cores, unless an
 async stream hides it), crosses the volume's layout to the drives
 (volume.py), and
@@ -59,7 +59,8 @@ def _path(ctx: RunContext, params: GdsReadParams, striped: StripedRequests, bloc
         storage = _then(striped.submit, copy)
     entry = storage
     if not submission_hidden(params.api, params.io_depth):
-        cpu = Station(env, system.host.cpu.capacity, cufile_cpu_s_per_io() / system.host.core_speed, draw, storage)
+        # each gdsio thread does its own reads' cuFile work (models.gds): at most `threads` cores at once
+        cpu = Station(env, min(system.host.cpu.capacity, params.threads), cufile_cpu_s_per_io() / system.host.core_speed, draw, storage)
         stages.append(cpu)
         entry = cpu.submit
     if params.api != "batch" and params.io_depth > 1:

@@ -112,7 +112,7 @@ def closed_loop(system: SystemRuntime, params: GdsReadParams, block: float, thre
     # cuFile's CPU cost is stated for the reference core; the host's cores run at core_speed of it
     ceiling = ceiling_per_second(system.volume.usage(access), block)
     return gds_loop(storage_rates(system, access, n), block, n, params.data_mode, system.host.cpu.capacity, gpu.link_h2d.capacity,
-                    cpu_s, system.host.core_speed, ceiling)
+                    cpu_s, system.host.core_speed, ceiling, submitters=threads)
 
 
 def usage(system: SystemRuntime, params: GdsReadParams, block: float, n: int) -> Usage:
