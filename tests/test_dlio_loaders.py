@@ -156,3 +156,20 @@ def test_count_reports_its_au_and_one_more():
     assert best >= 1
     assert m["au_at_max_accelerators_percentage"] >= m["au_target_percentage"]
     assert m["au_at_one_more_accelerator_percentage"] < m["au_target_percentage"]
+
+
+def test_dlio_timing_does_not_import_dlio():
+    """The timing model takes a resolved DlioConfig, so it imports nothing from dlio.py (which imports it): no cycle,
+    lazy or `if TYPE_CHECKING:` imports included.  Oracle: the layering rule of docs/architecture.md (one-way imports)."""
+    import ast
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[1] / "simulator" / "workloads" / "_dlio_timing.py"
+    names = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names.add(node.module or "")
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+    assert not {n for n in names if n == "iowatt.simulator.workloads.dlio" or n.startswith("iowatt.simulator.workloads.dlio.")}
