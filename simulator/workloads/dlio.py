@@ -46,9 +46,10 @@ runs MLPerf Storage's count rests on.  The first step's wait is left out of AU, 
 
 Every step ends at an MPI barrier across the ranks (DLIO's _train calls comm.barrier() after each step's compute,
 its stand-in for the all-reduce), so one rank's slow batch (a larger batch under record_length_stdev, a slower
-worker under loader_cost_cv) is every rank's wait.  odirect (DLIO reader.odirect, MLPerf Storage v2.0+ training)
-reads with O_DIRECT: whole 4 KiB blocks, no page-cache page per byte but the reader's copy into the sample's
-array, and no epoch served from the page cache.
+worker under loader_cost_cv) is every rank's wait.  odirect (DLIO reader.odirect; in MLPerf Storage v2.0+ a
+CLOSED tunable for unet3d only, which the benchmark's configs leave false) reads with O_DIRECT: whole 4 KiB
+blocks, no page-cache page per byte but the reader's copy into the sample's array, and no epoch served from the
+page cache.
 
 model: custom describes any other loader (e.g. ImageNet JPEGs for a CNN) with an
 explicit record_length, batch_size, computation_time and num_files.
@@ -235,7 +236,8 @@ class DlioParams(BaseModel):
         default=0.0, ge=0, description="CPU per sample beyond the bytes (opening and parsing a file, decode/augment, e.g. JPEG), in "
         "seconds of a reference core (a host core takes 1 / core_speed as long)")
     odirect: bool = Field(
-        default=False, description="DLIO reader.odirect (MLPerf Storage v2.0+ training runs): O_DIRECT reads, each sample rounded up "
+        default=False, description="DLIO reader.odirect (MLPerf Storage v2.0+: a CLOSED tunable for unet3d only; the benchmark's configs "
+        "leave it false): O_DIRECT reads, each sample rounded up "
         "to the 4096-byte logical block, no page-cache page per byte and no epoch served from the page cache; the reader copies "
         "its aligned buffer into the sample's array instead (models.host_io.memcpy_seconds_per_byte)")
     loader_cost_cv: float = assumed_field(
