@@ -194,6 +194,10 @@ def machine_facts() -> dict[str, float | int | str | None]:
     facts: dict[str, float | int | str | None] = {
         "cores": len(os.sched_getaffinity(0)), "memory_bytes": None if mem_kB is None else mem_kB * 1024, "cpu_MHz": mhz, "cpu_model": model,
     }
+    # the 1-minute load average as the probes begin: the model assumes DLIO alone on the cores, so a run beside other
+    # work (its compute sleeps wake late, its ranks drift apart at the barrier) is read against it (docs/realcheck.md)
+    load = (_read("/proc/loadavg") or "").split()
+    facts["loadavg_1min"] = _float(load[0]) if load else None
     for key in ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes", "dirty_expire_centisecs"):
         text = _read(f"/proc/sys/vm/{key}")
         facts[key] = int(text) if text is not None and text.isdigit() else None

@@ -11,6 +11,7 @@ the later of the previous barrier and its arrival, and every step ends when the 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,3 +157,29 @@ def test_count_reports_its_au_and_one_more():
     assert best >= 1
     assert m["au_at_max_accelerators_percentage"] >= m["au_target_percentage"]
     assert m["au_at_one_more_accelerator_percentage"] < m["au_target_percentage"]
+
+
+def test_dlio_timing_does_not_import_dlio():
+    """The timing model takes a resolved DlioConfig, so it imports nothing from dlio.py (which imports it): no cycle,
+    lazy or `if TYPE_CHECKING:` imports included.  Oracle: the layering rule of docs/architecture.md (one-way imports)."""
+    import ast
+
+    source = Path(__file__).resolve().parents[1] / "simulator" / "workloads" / "_dlio_timing.py"
+    names = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            names.add(node.module or "")
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+    assert not {n for n in names if n == "iowatt.simulator.workloads.dlio" or n.startswith("iowatt.simulator.workloads.dlio.")}
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "scenarios" / "library" / "mlperf_storage_v3").glob("*_b200_*.yaml")))
+def test_v3_training_scenarios_read_as_the_benchmark_configs_do(path):
+    """Oracle: the benchmark's own workload definitions (mlcommons/storage configs/dlio/workload/<model>_b200.yaml set no
+    reader.odirect, so DLIO's default, buffered reads, holds): every v3.0 training scenario says odirect false."""
+    import yaml
+
+    workload = yaml.safe_load(path.read_text())["workload"]
+    assert workload["kind"] == "dlio" and workload["odirect"] is False

@@ -84,7 +84,7 @@ def test_dlrm_reads_only_its_selected_columns():
     """Conservation: the bytes read from storage are the samples read x record x the selected share (160 of 761 B)."""
     p = DlioParams(model="dlrm", accelerator="b200", accelerators=2, total_training_steps=3, search_au=False, page_cache=False)
     sim = simulate(_system(), p, seed=1)
-    m, fraction = sim.metrics, PRESETS["dlrm"]["bytes_read_fraction"]
+    m, fraction = sim.metrics, PRESETS["dlrm"].bytes_read_fraction
     assert fraction == pytest.approx(160 / 761)
     assert m["bytes_read_from_storage_GB"] * 1e9 == pytest.approx(m["samples_read"] * 761 * fraction, rel=1e-9)
     # DLIO's MiB/s counts whole records whatever the reader fetched
@@ -99,7 +99,7 @@ def test_flux_accelerators_at_target_are_bounded_by_the_drive(device):
     p = DlioParams(model="flux", accelerator="b200", accelerators=8, total_training_steps=4, search_steps=12)
     m = simulate(_system(device), p, seed=1).metrics
     n, a = m["max_accelerators_at_au_target"], 0.90
-    batch = step.batch_size * PRESETS["flux"]["record_length"]
+    batch = step.batch_size * PRESETS["flux"].record_length
     drive_Bps = 1.0 / read_seconds_per_byte(catalog.spec_from("ssd", device), 2**20, "seq")
     bound = drive_Bps * step.computation_time_s / (a * batch)
     assert 0.9 * bound <= n <= bound * 1.02 + 1
@@ -110,5 +110,5 @@ def test_v3_workloads_report_au_and_the_headline():
         m = simulate(_system(), DlioParams(model=model, accelerator="b200", accelerators=2, total_training_steps=3, search_steps=4,
                                            search_max_accelerators=16), seed=1).metrics
         assert 0.0 < m["train_au_percentage"] <= 100.0
-        assert m["au_target_percentage"] == pytest.approx(100 * PRESETS[model]["au_target"])
+        assert m["au_target_percentage"] == pytest.approx(100 * PRESETS[model].au_target)
         assert m["max_accelerators_at_au_target"] >= 0.0

@@ -186,6 +186,7 @@ def test_core_speed_reference_is_the_epyc_9654():
     assert catalog.lookup("cpu", "amd-epyc-9654").spec.core_speed == 1.0
     for entry in catalog.entries("cpu"):
         spec = entry.spec
-        # never faster per core than its clock ratio allows (no core generation is ahead of Zen 4 per clock here)
+        # never faster per core than its clock ratio allows, times the one generation ahead of Zen 4 per clock here:
+        # Zen 5 (EPYC 9005), AMD's stated +16 % IPC
         assert spec.base_clock_GHz is not None
-        assert spec.core_speed <= spec.base_clock_GHz / 2.4 + 1e-3
+        assert spec.core_speed <= spec.base_clock_GHz / 2.4 * 1.16 + 1e-3

@@ -170,6 +170,9 @@ def render_score(report: dict[str, Any]) -> str:
     table = Table(columns, rows, title=f"predicted vs measured ({report['metrics'][0]['repeats'] if rows else 0} real runs each): {report['bundle']}",
                   right=frozenset(columns[2:7]))
     notes = [f"page cache {'dropped before every run' if report['caches_dropped'] else 'NOT dropped (no permission): training may read cached data'}"]
+    load = report["machine"].get("loadavg_1min")
+    if load is not None:
+        notes.append(f"load average {load:.1f} on {report['machine'].get('cores')} cores as the probes began (the model assumes DLIO alone on them)")
     for run in report["runs"]:
         if run["beyond_spread"]:
             moved = ", ".join(f"{k} {v:+.0%}" for k, v in run["time_change_when_doubled"].items())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import simpy
@@ -19,9 +19,6 @@ from iowatt.simulator.machine import GPURuntime
 from iowatt.simulator.storage import Access, ConcurrencyLaw, Usage
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import WorkloadConfigError
-
-if TYPE_CHECKING:
-    from iowatt.simulator.workloads.dlio import DlioParams
 
 # The training loop's own cost per step: what a step takes beyond waiting for the loader and the compute sleep
 # (DLIO's per-step bookkeeping: batch_loaded / start_compute stats, their logger calls and timestamps).  Measured:
@@ -53,7 +50,8 @@ ODIRECT_BLOCK_BYTES = 4096
 
 @dataclass(frozen=True)
 class DlioConfig:
-    """A DLIO workload resolved against its preset and the host (DlioParams.resolved)."""
+    """A DLIO workload resolved against its preset and the host (dlio.DlioParams.resolved): everything `simulate`
+    reads, so this module needs nothing from dlio.py (which imports it)."""
 
     record_length: float
     record_length_stdev: float
@@ -63,16 +61,25 @@ class DlioConfig:
     read_threads: int
     computation_time: float
     au_target: float
-    framework: str
+    framework: Literal["pytorch", "tensorflow"]
     step_overhead: float = 0.0          # seconds per step outside the loader wait and the compute
     loader_start: float = 0.0           # seconds before the workers read, first epoch only
     epoch_overhead: float = 0.0         # seconds per epoch and rank outside its steps
-    read_pattern: str = "seq"           # seq: streams of read_block_size; rand: each request at a random place
+    read_pattern: Literal["seq", "rand"] = "seq"  # seq: streams of read_block_size; rand: each request at a random place
     read_block_size: float = 2.0**20    # PyTorch readers' request size (capped at the sample)
     bytes_read_fraction: float = 1.0    # share of each record fetched from storage (parquet column selection)
     format: str = "npz"
     odirect: bool = False               # O_DIRECT reads: whole 4 KiB blocks, no page cache
     loader_cost_cv: float = 0.0         # spread of a worker's time per batch beyond its bytes
+    # the loader's host side and the run's switches (DlioParams' fields of the same names)
+    transfer_size: float = 256.0 * 1024  # TensorFlow readers' request size
+    prefetch_size: int = 2              # batches each worker may hold ahead
+    dram_bytes_per_byte: float = 3.0    # DRAM traffic per byte read from the drive
+    cpu_bytes_per_core_second: float = 2e9  # parsing rate of a reference core
+    cpu_seconds_per_sample: float = 0.0  # reference-core seconds per sample beyond its bytes
+    page_cache: bool = True             # epochs after the first from DRAM when the dataset fits
+    page_cache_fraction: float = 0.8    # share of host memory the page cache may hold
+    use_gpus: bool = False              # compute on the system's GPUs instead of sleeping
 
     @property
     def dataset_samples(self) -> int:
@@ -167,7 +174,7 @@ def sample_sizes(rng: np.random.Generator, n: int, mean: float, stdev: float) ->
 class _ReadPath:
     """What a loader worker's bytes cross, its rate bounds, and the volume's concurrency as streams start and stop."""
 
-    def __init__(self, engine: FlowEngine, system: SystemRuntime, params: DlioParams, cfg: DlioConfig, n_acc: int) -> None:
+    def __init__(self, engine: FlowEngine, system: SystemRuntime, cfg: DlioConfig, n_acc: int) -> None:
         self.engine = engine
         record = cfg.record_length
         tensorflow = self.tensorflow = cfg.tensorflow
@@ -175,7 +182,7 @@ class _ReadPath:
         # requests of read_block_size (PyTorch readers read sample by sample) or transfer_size (TensorFlow's
         # TFRecordDataset fills its buffer from the file, across record boundaries: capped by the file)
         if tensorflow:
-            block = min(params.transfer_size, record * cfg.samples_per_file)
+            block = min(cfg.transfer_size, record * cfg.samples_per_file)
         elif cfg.format == "parquet":
             # parquet readers fetch column chunks of a row group: a request spans rows, up to the file's selected bytes
             block = min(cfg.read_block_size, record * cfg.samples_per_file * cfg.bytes_read_fraction)
@@ -191,7 +198,7 @@ class _ReadPath:
         outstanding = n_acc if tensorflow else n_acc * cfg.read_threads
         request = Access("read", block, "rand" if cfg.read_pattern == "rand" else "seq", outstanding)
         disk = system.volume.usage(request)
-        cpu_coeff = 1.0 / params.cpu_bytes_per_core_second + params.cpu_seconds_per_sample / record
+        cpu_coeff = 1.0 / cfg.cpu_bytes_per_core_second + cfg.cpu_seconds_per_sample / record
         # a byte read from the drive lands in a page-cache page the kernel first allocates, in the reader's
         # context, and read() copies it out: the page work of a buffered write, reversed (models.host_io);
         # bytes served from the page cache skip it.  O_DIRECT DMAs into the reader's own aligned buffer: no page,
@@ -200,7 +207,7 @@ class _ReadPath:
         disk_cpu_coeff = cpu_coeff + page_s
         # the costs are reference-core seconds; host.cpu counts the host's own cores, each core_speed of the reference
         speed = system.host.cpu_spec.core_speed
-        disk_usage: Usage = [*disk, (system.host.memory, params.dram_bytes_per_byte), (system.host.cpu, disk_cpu_coeff / speed)]
+        disk_usage: Usage = [*disk, (system.host.memory, cfg.dram_bytes_per_byte), (system.host.cpu, disk_cpu_coeff / speed)]
         self.cache_usage: Usage = [(system.host.memory, 2.0), (system.host.cpu, cpu_coeff / speed)]
         # one request at a time: QD1 latency bounds a stream (Little's law with N = 1)
         self.stream_rate = block / system.volume.qd1_latency_s(request.with_(queue_depth=1.0))
@@ -266,9 +273,9 @@ class _Barrier:
 class _Training:
     """The trainers and their loader workers for one run; fills a DlioRun."""
 
-    def __init__(self, env: simpy.Environment, engine: FlowEngine, path: _ReadPath, params: DlioParams,
+    def __init__(self, env: simpy.Environment, engine: FlowEngine, path: _ReadPath,
                  out: DlioRun, batch_bytes: np.ndarray, batch_cost: np.ndarray, gpus: list[GPURuntime], keep_steps: bool) -> None:
-        self.env, self.engine, self.path, self.params, self.out = env, engine, path, params, out
+        self.env, self.engine, self.path, self.out = env, engine, path, out
         self.batch_bytes = batch_bytes
         self.batch_cost = batch_cost  # per (epoch, rank, step): the worker's time per batch relative to its mean
         self.gpus = gpus
@@ -308,7 +315,7 @@ class _Training:
 
     def trainer(self, rank: int, epoch: int, cached: bool, barrier: _Barrier) -> Generator[simpy.Event, object, None]:
         env, out = self.env, self.out
-        threads, prefetch = out.cfg.read_threads, self.params.prefetch_size
+        threads, prefetch = out.cfg.read_threads, out.cfg.prefetch_size
         comp = out.cfg.computation_time
         queue = simpy.Store(env)
         slots = simpy.Container(env, init=threads * prefetch, capacity=threads * prefetch)
@@ -367,14 +374,13 @@ def simulate(
     engine: FlowEngine,
     system: SystemRuntime,
     rng: np.random.Generator,
-    params: DlioParams,
+    cfg: DlioConfig,
     n_acc: int,
     steps_cap: int | None,
     epochs: int,
     keep_steps: bool,
 ) -> DlioRun:
-    """Run `epochs` epochs with `n_acc` accelerators; returns raw timings."""
-    cfg = params.resolved(system.host.config.memory)
+    """Run `epochs` epochs of `cfg` (resolved against this host's memory) with `n_acc` accelerators; returns raw timings."""
     bs = cfg.batch_size
     dataset_samples = cfg.dataset_samples
     dataset_bytes = dataset_samples * cfg.record_length
@@ -391,14 +397,14 @@ def simulate(
     batch_bytes = read.reshape(n_acc, steps, bs).sum(axis=2)
     batch_cost = _cost_factors(rng, (epochs, n_acc, steps), cfg.loader_cost_cv)  # drawn anew each epoch
     # the page cache holds what the readers fetched (parquet: the selected columns only); O_DIRECT leaves nothing there
-    fits = (params.page_cache and not cfg.odirect
-            and dataset_bytes * cfg.bytes_read_fraction <= params.page_cache_fraction * system.host.config.memory)
-    path = _ReadPath(engine, system, params, cfg, n_acc)
-    gpus = system.gpus if params.use_gpus else []
-    if params.use_gpus and not gpus:
+    fits = (cfg.page_cache and not cfg.odirect
+            and dataset_bytes * cfg.bytes_read_fraction <= cfg.page_cache_fraction * system.host.config.memory)
+    path = _ReadPath(engine, system, cfg, n_acc)
+    gpus = system.gpus if cfg.use_gpus else []
+    if cfg.use_gpus and not gpus:
         raise WorkloadConfigError("workload.use_gpus needs GPUs: expected system.gpus.count >= 1, found 0")
     out = DlioRun.empty(cfg, steps, n_acc, epochs, fits, dataset_bytes)
-    training = _Training(env, engine, path, params, out, batch_bytes, batch_cost, gpus, keep_steps)
+    training = _Training(env, engine, path, out, batch_bytes, batch_cost, gpus, keep_steps)
     env.process(training.epochs())
     engine.run()
     return out

@@ -46,9 +46,10 @@ runs MLPerf Storage's count rests on.  The first step's wait is left out of AU, 
 
 Every step ends at an MPI barrier across the ranks (DLIO's _train calls comm.barrier() after each step's compute,
 its stand-in for the all-reduce), so one rank's slow batch (a larger batch under record_length_stdev, a slower
-worker under loader_cost_cv) is every rank's wait.  odirect (DLIO reader.odirect, MLPerf Storage v2.0+ training)
-reads with O_DIRECT: whole 4 KiB blocks, no page-cache page per byte but the reader's copy into the sample's
-array, and no epoch served from the page cache.
+worker under loader_cost_cv) is every rank's wait.  odirect (DLIO reader.odirect; in MLPerf Storage v2.0+ a
+CLOSED tunable for unet3d only, which the benchmark's configs leave false) reads with O_DIRECT: whole 4 KiB
+blocks, no page-cache page per byte but the reader's copy into the sample's array, and no epoch served from the
+page cache.
 
 model: custom describes any other loader (e.g. ImageNet JPEGs for a CNN) with an
 explicit record_length, batch_size, computation_time and num_files.
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -92,26 +94,48 @@ MiB = 2**20
 # 288 samples of 2.1 MB whole (no column is left out), in order within a file: streams.  DLRM reads parquet row
 # groups of 6144 rows but only the 40 of 200 columns the config marks `read: true` (160 of 761 bytes a row): each
 # selected column chunk is a request of 6144 x its dtype size (24 KiB on average) between chunks it skips.
-PRESETS: dict[str, dict] = {
-    "unet3d": {"record_length": 146600628, "record_length_stdev": 68341808, "samples_per_file": 1, "read_threads": 4,
-               "num_files": 168, "au_target": 0.90, "framework": "pytorch", "format": "npz"},
-    "resnet50": {"record_length": 114660, "record_length_stdev": 0, "samples_per_file": 1251, "read_threads": 8,
-                 "num_files": 1024, "au_target": 0.90, "framework": "tensorflow", "format": "tfrecord"},
-    "cosmoflow": {"record_length": 2828486, "record_length_stdev": 71311, "samples_per_file": 1, "read_threads": 4,
-                  "num_files": 524288, "au_target": 0.70, "framework": "tensorflow", "format": "tfrecord"},
-    "retinanet": {"record_length": 322957, "record_length_stdev": 0, "samples_per_file": 1, "read_threads": 8,
-                  "num_files": 1170301, "au_target": 0.85, "framework": "pytorch", "format": "jpeg", "read_pattern": "rand"},
-    "flux": {"record_length": 2164832, "record_length_stdev": 0, "samples_per_file": 288, "read_threads": 8,
-             "num_files": 4296, "au_target": 0.90, "framework": "pytorch", "format": "parquet"},
-    "dlrm": {"record_length": 761, "record_length_stdev": 0, "samples_per_file": 4718592, "read_threads": 4,
-             "num_files": 1024, "au_target": 0.70, "framework": "pytorch", "format": "parquet", "read_pattern": "rand",
-             "read_block_size": 6144 * 160 / 40, "bytes_read_fraction": 160 / 761},
+Framework = Literal["pytorch", "tensorflow"]
+ReadPattern = Literal["seq", "rand"]
+DataFormat = Literal["npz", "tfrecord", "jpeg", "png", "parquet", "hdf5", "csv", "npy", "indexed_binary", "mmap_indexed_binary"]
+
+
+@dataclass(frozen=True)
+class DlioPreset:
+    """One workload's shape (the comment above PRESETS); read_block_size None is the PyTorch readers' 1 MiB."""
+
+    record_length: float
+    record_length_stdev: float
+    samples_per_file: int
+    read_threads: int
+    num_files: int
+    au_target: float
+    framework: Framework
+    format: DataFormat
+    read_pattern: ReadPattern = "seq"
+    read_block_size: float | None = None
+    bytes_read_fraction: float = 1.0
+
+
+PRESETS: dict[str, DlioPreset] = {
+    "unet3d": DlioPreset(record_length=146600628, record_length_stdev=68341808, samples_per_file=1, read_threads=4,
+                         num_files=168, au_target=0.90, framework="pytorch", format="npz"),
+    "resnet50": DlioPreset(record_length=114660, record_length_stdev=0, samples_per_file=1251, read_threads=8,
+                           num_files=1024, au_target=0.90, framework="tensorflow", format="tfrecord"),
+    "cosmoflow": DlioPreset(record_length=2828486, record_length_stdev=71311, samples_per_file=1, read_threads=4,
+                            num_files=524288, au_target=0.70, framework="tensorflow", format="tfrecord"),
+    "retinanet": DlioPreset(record_length=322957, record_length_stdev=0, samples_per_file=1, read_threads=8,
+                            num_files=1170301, au_target=0.85, framework="pytorch", format="jpeg", read_pattern="rand"),
+    "flux": DlioPreset(record_length=2164832, record_length_stdev=0, samples_per_file=288, read_threads=8,
+                       num_files=4296, au_target=0.90, framework="pytorch", format="parquet"),
+    "dlrm": DlioPreset(record_length=761, record_length_stdev=0, samples_per_file=4718592, read_threads=4,
+                       num_files=1024, au_target=0.70, framework="pytorch", format="parquet", read_pattern="rand",
+                       read_block_size=6144 * 160 / 40, bytes_read_fraction=160 / 761),
 }
 
 # model: custom takes record_length, batch_size, computation_time and num_files from the
 # scenario; these fill the rest (DLIO's defaults: one sample per file, 4 read threads).
-CUSTOM_DEFAULTS: dict = {"record_length_stdev": 0, "samples_per_file": 1, "read_threads": 4, "num_files": 1, "au_target": 0.90,
-                         "framework": "pytorch", "format": "npz"}
+CUSTOM_DEFAULTS = DlioPreset(record_length=0, record_length_stdev=0, samples_per_file=1, read_threads=4, num_files=1,
+                             au_target=0.90, framework="pytorch", format="npz")
 
 # MLPerf Storage's accelerator names (mlpstorage --accelerator-type) -> the catalog GPU that holds its dlio_steps
 # (Rules.md Table 3: b200 and mi355 in the closed division, h100 and a100 (80 GB) as what-if)
@@ -184,17 +208,17 @@ class DlioParams(BaseModel):
         default=None, gt=0, le=1,
         description="share of each record the reader fetches from storage (parquet column selection; dlrm 160/761); default the preset's, else 1",
     )
-    format: Literal["npz", "tfrecord", "jpeg", "png", "parquet", "hdf5", "csv", "npy", "indexed_binary", "mmap_indexed_binary"] | None = Field(
+    format: DataFormat | None = Field(
         default=None, description="dataset format (reported; the I/O it implies is read_pattern, read_block_size and bytes_read_fraction)"
     )
-    framework: Literal["pytorch", "tensorflow"] | None = Field(
+    framework: Framework | None = Field(
         default=None, description="data loader; default the preset's (MLPerf Storage Table 1: unet3d pytorch, resnet50 and cosmoflow tensorflow)"
     )
     transfer_size: Bytes = Field(
         default=256 * 1024, ge=512,
         description="TensorFlow loaders: read request size (DLIO passes transfer_size as TFRecordDataset buffer_size; TF's default buffer is 256 KiB)",
     )
-    read_pattern: Literal["seq", "rand"] | None = Field(
+    read_pattern: ReadPattern | None = Field(
         default=None, description="seq: samples are read as streams of read_block_size; rand: each request lands at a random place "
         "(small files, column chunks); default the preset's, else seq"
     )
@@ -212,7 +236,8 @@ class DlioParams(BaseModel):
         default=0.0, ge=0, description="CPU per sample beyond the bytes (opening and parsing a file, decode/augment, e.g. JPEG), in "
         "seconds of a reference core (a host core takes 1 / core_speed as long)")
     odirect: bool = Field(
-        default=False, description="DLIO reader.odirect (MLPerf Storage v2.0+ training runs): O_DIRECT reads, each sample rounded up "
+        default=False, description="DLIO reader.odirect (MLPerf Storage v2.0+: a CLOSED tunable for unet3d only; the benchmark's configs "
+        "leave it false): O_DIRECT reads, each sample rounded up "
         "to the 4096-byte logical block, no page-cache page per byte and no epoch served from the page cache; the reader copies "
         "its aligned buffer into the sample's array instead (models.host_io.memcpy_seconds_per_byte)")
     loader_cost_cv: float = assumed_field(
@@ -252,15 +277,15 @@ class DlioParams(BaseModel):
 
     def resolved(self, ram_bytes: float) -> DlioConfig:
         p = PRESETS.get(self.model, CUSTOM_DEFAULTS)
-        record = self.record_length if self.record_length is not None else float(p["record_length"])
-        stdev = self.record_length_stdev if self.record_length_stdev is not None else float(p["record_length_stdev"])
+        record = self.record_length if self.record_length is not None else p.record_length
+        stdev = self.record_length_stdev if self.record_length_stdev is not None else p.record_length_stdev
         if self.record_length is not None and self.record_length_stdev is None:
             stdev = 0.0
-        spf = self.samples_per_file or p["samples_per_file"]
+        spf = self.samples_per_file or p.samples_per_file
         if self.num_files is not None:
             files = self.num_files
         else:
-            files = p["num_files"]
+            files = p.num_files
             if self.mlperf_dataset_rule:
                 files = max(files, math.ceil(5.0 * ram_bytes / (record * spf)))
         step = accelerator_step(self.accelerator, self.model)
@@ -272,19 +297,28 @@ class DlioParams(BaseModel):
             samples_per_file=int(spf),
             num_files=int(files),
             batch_size=int(batch),
-            read_threads=int(self.read_threads or p["read_threads"]),
+            read_threads=int(self.read_threads or p.read_threads),
             computation_time=float(comp),
-            au_target=float(self.au_target if self.au_target is not None else p["au_target"]),
-            framework=self.framework or p["framework"],
+            au_target=float(self.au_target if self.au_target is not None else p.au_target),
+            framework=self.framework or p.framework,
             step_overhead=float(self.step_overhead),
             loader_start=float(self.loader_start),
             epoch_overhead=float(self.epoch_overhead),
-            read_pattern=self.read_pattern or p.get("read_pattern", "seq"),
-            read_block_size=float(self.read_block_size if self.read_block_size is not None else p.get("read_block_size", MiB)),
-            bytes_read_fraction=float(self.bytes_read_fraction if self.bytes_read_fraction is not None else p.get("bytes_read_fraction", 1.0)),
-            format=self.format or p["format"],
+            read_pattern=self.read_pattern or p.read_pattern,
+            read_block_size=float(self.read_block_size if self.read_block_size is not None
+                                  else p.read_block_size if p.read_block_size is not None else MiB),
+            bytes_read_fraction=float(self.bytes_read_fraction if self.bytes_read_fraction is not None else p.bytes_read_fraction),
+            format=self.format or p.format,
             odirect=self.odirect,
             loader_cost_cv=float(self.loader_cost_cv),
+            transfer_size=float(self.transfer_size),
+            prefetch_size=self.prefetch_size,
+            dram_bytes_per_byte=float(self.dram_bytes_per_byte),
+            cpu_bytes_per_core_second=float(self.cpu_bytes_per_core_second),
+            cpu_seconds_per_sample=float(self.cpu_seconds_per_sample),
+            page_cache=self.page_cache,
+            page_cache_fraction=float(self.page_cache_fraction),
+            use_gpus=self.use_gpus,
         )
 
 
@@ -294,7 +328,8 @@ def _trial(ctx: RunContext, params: DlioParams, n: int) -> float:
     system = SystemRuntime(engine, ctx.system.config)
     rng = np.random.default_rng(int(ctx.rng.integers(2**31)))
     try:
-        result = simulate(env, engine, system, rng, params, n, params.search_steps, 1, False)
+        cfg = params.resolved(system.host.config.memory)
+        result = simulate(env, engine, system, rng, cfg, n, params.search_steps, 1, False)
     except WorkloadConfigError:
         return 0.0  # too few samples for one batch per accelerator: no such run
     return result.sustained_au()
@@ -352,7 +387,8 @@ def max_accelerators(ctx: RunContext, params: DlioParams, target: float = 0.90,
 
 def run(ctx: RunContext, params: DlioParams) -> WorkloadOutcome:
     n = params.accelerators
-    res = simulate(ctx.env, ctx.engine, ctx.system, ctx.rng, params, n, params.total_training_steps, params.epochs, True)
+    cfg = params.resolved(ctx.system.host.config.memory)
+    res = simulate(ctx.env, ctx.engine, ctx.system, ctx.rng, cfg, n, params.total_training_steps, params.epochs, True)
     metrics, detail = _metrics(res)
     if len(res.step_timings) <= params.step_detail_limit:
         detail["steps"] = {"columns": ["epoch", "accelerator", "wait_s", "compute_s"], "rows": res.step_timings}
