@@ -256,20 +256,9 @@ def _satf_general(spec: HDDSpec, span_fraction: float, clusters: int, n: int, wr
     return float(np.trapezoid(survival, t))
 
 
-@lru_cache(maxsize=4096)
 def _satf_positioning(spec: HDDSpec, x_span: float, n: int, write: bool) -> float:
     """E[min over n candidates of seek(D) + R], D ~ 2(1-u) on the span, R ~ U(0, T_rev)."""
-    rev = revolution_seconds(spec)
-    u = np.linspace(0.0, 1.0, _GRID)
-    w = 2.0 * (1.0 - u)
-    w /= np.trapezoid(w, u)
-    s = seek_seconds(spec, x_span * u, write)
-    t = np.linspace(0.0, float(s.max()) + rev, _GRID)
-    # F(t) = E_D[clip((t - seek(D)) / rev, 0, 1)]
-    frac = np.clip((t[:, None] - s[None, :]) / rev, 0.0, 1.0)
-    cdf = np.trapezoid(frac * w[None, :], u, axis=1)
-    survival = np.clip(1.0 - cdf, 0.0, 1.0) ** n
-    return float(np.trapezoid(survival, t))
+    return _min_cost_moments(spec, x_span, n, write)[0]
 
 
 def positioning_seconds(
@@ -372,3 +361,48 @@ def at_queue_depth(
 
 def active_watts(spec: HDDSpec, access: Access) -> float:
     return spec.random_W if access == "random" else spec.sequential_W
+
+
+# ----------------------------------------------------------------------------- service-time spread
+
+
+@lru_cache(maxsize=4096)
+def _min_cost_moments(spec: HDDSpec, x_span: float, n: int, write: bool) -> tuple[float, float]:
+    """E[M], E[M^2] of M = the cheapest of n candidates seek(D) + R (D ~ 2(1-u) on the span, R ~ U(0, T_rev)):
+    E[M^k] = int_0^inf k t^(k-1) (1 - F(t))^n dt, with F(t) = E_D[clip((t - seek(D)) / rev, 0, 1)]."""
+    rev = revolution_seconds(spec)
+    u = np.linspace(0.0, 1.0, _GRID)
+    w = 2.0 * (1.0 - u)
+    w /= np.trapezoid(w, u)
+    s = seek_seconds(spec, x_span * u, write)
+    t = np.linspace(0.0, float(s.max()) + rev, _GRID)
+    cdf = np.trapezoid(np.clip((t[:, None] - s[None, :]) / rev, 0.0, 1.0) * w[None, :], u, axis=1)
+    survival = np.clip(1.0 - cdf, 0.0, 1.0) ** n
+    return float(np.trapezoid(survival, t)), float(np.trapezoid(2.0 * t * survival, t))
+
+
+def positioning_variance_seconds2(spec: HDDSpec, queue_depth: int = 1, span_fraction: float = 1.0, write: bool = False) -> float:
+    """Variance of one command's seek + rotational wait with `queue_depth` commands to pick from, as the
+    per-request disk draws it (simulator.per_request.hdd): rpo serves the cheapest of n with probability
+    eta = reorder_efficiency, else one candidate's cost (a mixture); satf the cheapest; fcfs one candidate;
+    elevator a seek over span x Beta(1, n + 1) plus a uniform rotation.  The overhead and the transfer are
+    fixed, so this is the service time's whole variance.  A disk's service is far less variable than an
+    exponential one (squared coefficient of variation ~0.1 at QD1, not 1): seek + rotation are bounded."""
+    n = max(1, int(queue_depth))
+    x = stroke_fraction(spec, span_fraction)
+    policy = spec.scheduling
+    rev = revolution_seconds(spec)
+    if policy == "elevator":
+        uu = np.linspace(0.0, 1.0, _GRID)
+        w = (n + 1) * (1.0 - uu) ** n
+        seek = seek_seconds(spec, x * uu, write)
+        m1, m2 = float(np.trapezoid(seek * w, uu)), float(np.trapezoid(seek**2 * w, uu))
+        return max(0.0, m2 - m1 * m1) + rev * rev / 12.0
+    one = _min_cost_moments(spec, x, 1, write)
+    if policy == "fcfs" or n == 1:
+        m1, m2 = one
+    else:
+        best = _min_cost_moments(spec, x, n, write)
+        eta = 1.0 if policy == "satf" else spec.reorder_efficiency
+        m1, m2 = eta * best[0] + (1.0 - eta) * one[0], eta * best[1] + (1.0 - eta) * one[1]
+    return max(0.0, m2 - m1 * m1)

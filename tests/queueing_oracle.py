@@ -75,6 +75,7 @@ def per_request_array(
     service_at_depth: list[float] | None = None,
     requests: int = 12000,
     seed: int = 7,
+    service_scv: list[float] | None = None,
 ) -> tuple[float, float]:
     """(throughput requests/s, mean latency s) of `clients` requests in a closed loop over `drives` drives.
 
@@ -83,7 +84,8 @@ def per_request_array(
     flash unit chosen at random among `units` (exponential service of mean unit_s).  With
     `service_at_depth` a drive is one actuator instead: it serves one command at a time, and a command's
     exponential service has the mean service_at_depth[k - 1] when it starts with k commands at the drive
-    (reordering among what the drive holds, models.hdd)."""
+    (reordering among what the drive holds, models.hdd); with `service_scv` that service is a gamma of squared
+    coefficient of variation service_scv[k - 1] instead (a disk's seek + rotation vary far less than an exponential)."""
     rng = np.random.default_rng(seed)
     env = simpy.Environment()
     slots = [simpy.Resource(env, capacity=queue_limit or clients) for _ in range(drives)]
@@ -98,7 +100,12 @@ def per_request_array(
         with actuator[d].request() as arm:
             yield arm
             k = min(held[d], len(service_at_depth))
-            yield env.timeout(float(rng.exponential(service_at_depth[k - 1])))
+            mean = service_at_depth[k - 1]
+            if service_scv is None:
+                yield env.timeout(float(rng.exponential(mean)))
+            else:
+                c2 = service_scv[min(k, len(service_scv)) - 1]
+                yield env.timeout(float(rng.gamma(1.0 / c2, mean * c2)))
 
     def request():
         d = int(rng.integers(drives))

@@ -116,10 +116,12 @@ def test_fork_join_agrees_with_the_per_request_referee(case: tuple[str, int, int
 
 
 @pytest.mark.xfail(strict=True, reason="striped hard disks: the members' network (simulator.storage.member_law) places "
-                   "requests at random (was -30 % with N / L0), but its start-dependent chain takes a disk's service as "
-                   "exponential; seek + rotation vary less, so the per-request disks run ~9 % faster; reported to the lead")
+                   "requests at random (was -30 % with N / L0) and its start-dependent chain now takes the disk's own "
+                   "spread (models.hdd: seek + rotation, an Erlang mixture; was exponential, +8.9 %), but Marie's "
+                   "decomposition overshoots the exact network by ~5 % at 4-16 disks and QD 4-16 (the per-request disks "
+                   "run 5.3 % slower here; tests/test_disk_service_spread.py pins the gap against the exact chain)")
 def test_striped_hard_disks_agree_with_the_per_request_referee() -> None:
-    assert abs(compare(HDD, 4, "randread", 4096, 4)["throughput"]) <= TOLERANCE  # measured +0.089
+    assert abs(compare(HDD, 4, "randread", 4096, 4)["throughput"]) <= TOLERANCE  # measured -0.053 (was +0.089 with exponential commands)
 
 
 def test_gdsio_below_the_knee_agrees_with_the_fluid_model() -> None:

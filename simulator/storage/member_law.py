@@ -85,6 +85,27 @@ def piece_spread(drive: Drive, write: bool) -> float:
     return (write_sigma if write else read_sigma)(drive.spec)[0]
 
 
+def service_scv(drive: Drive, parts: list[tuple[Access, float]], rates: tuple[float, ...]) -> tuple[float, ...]:
+    """Squared coefficient of variation of a hard disk's command at start depths 1..: the variance of seek +
+    rotation the per-request disk draws (models.hdd.positioning_variance_seconds2; streaming and the transfer are
+    fixed) over the station's mean service 1 / rates[j - 1].  () where no spread is known (not a disk, or data in
+    several clusters): models.closed_network then takes the service as exponential."""
+    from iowatt.models.closed_network import START_DEPTH_CAP
+    from iowatt.models.hdd import positioning_variance_seconds2
+    from iowatt.simulator.storage.hdd import HddDrive
+
+    if not isinstance(drive, HddDrive) or drive.data_clusters > 1:
+        return ()
+    limit = drive.queue_limit or START_DEPTH_CAP
+    total = sum(w for _a, w in parts) or 1.0
+    out = []
+    for j in range(1, min(len(rates), START_DEPTH_CAP) + 1):
+        var = sum(w * positioning_variance_seconds2(drive.spec, min(j, limit), drive.span_fraction, a.write)
+                  for a, w in parts if a.pattern == "rand") / total
+        out.append(var * rates[j - 1] ** 2)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class MemberLoad:
     """How a host request spreads over the members: device I/Os per request, how many at once, each
@@ -114,7 +135,8 @@ def member_stations(drives: list[Drive], load: MemberLoad, customers: int, extra
         station = Station(f"drives{i}" if len(groups) > 1 else "drives", rates, share, count)
         if not all(drive.concurrency(a).units for a, _w in load.parts):
             others = tuple(s for s in stations if s is not station) + extra
-            station = Station(station.name, start_dependent_rates(station, others, customers), share, count)
+            scv = service_scv(drive, list(load.parts), rates)
+            station = Station(station.name, start_dependent_rates(station, others, customers, scv=scv), share, count)
         stations.append(station)
     return stations
 

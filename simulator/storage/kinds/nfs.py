@@ -88,6 +88,13 @@ class NfsStorageConfig(BaseModel):
         range_note="low 16: RPCRDMA_MAX_REQUESTS in 3.x kernels' svc_rdma.h; high 128: the client's request "
         "(RPCRDMA_DEF_SLOT_TABLE), reached where the server's max_requests is raised or newer kernels grant more",
     )
+    nconnect: int = Field(
+        default=1, ge=1, le=16,
+        description="TCP connections the client opens to the server (mount option nconnect, nfs(5): default 1, at most "
+        "16).  One connection's bytes are handled by one core at a time on each side (the client's transport receive "
+        "work item, xprtsock.c; the server's XPT_BUSY: one nfsd thread reads a socket at a time), so TCP's per-byte "
+        "CPU binds at nconnect cores; RPC/RDMA moves no bytes through the CPU",
+    )
     transport_slots: int | None = Field(
         default=None, ge=1, le=65536,
         description="RPCs the transport carries at once; overrides the protocol's own.  Default by protocol: rdma the "
@@ -124,6 +131,9 @@ class NfsVolume(FrontVolume):
         self.threads = engine.constraint("nfs.server_threads", float(config.server_threads))
         self.slots = engine.constraint("nfs.client_slots", float(self.window))
         rdma = config.protocol == "rdma"
+        # one core per TCP connection on each side (NfsStorageConfig.nconnect), at each side's own core speed
+        self.connections = engine.constraint("nfs.tcp_connections", float(config.nconnect * config.clients))
+        self.server_core_speed = config.server.cpu_spec().core_speed
         server_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.server_nics)
         client_Bps = fab.port_goodput_Bps(self.fabric, rdma, config.client_nics) * config.clients
         self.wire_Bps = min(server_Bps, client_Bps)
@@ -154,7 +164,10 @@ class NfsVolume(FrontVolume):
         # CPU costs are stated for the reference core (CPUSpec.core_speed 1.0): a slower core takes longer
         client_cpu = (c.client_cpu_s_per_byte + c.client_cpu_s_per_op / rpc) / self.host.core_speed
         nics = [(self.server_rx, wire), (self.client_tx, wire)] if access.write else [(self.server_tx, wire), (self.client_rx, wire)]
-        return [*nics, (self.server.cpu, server_cpu), (self.server.memory, self.server_dram), (self.host.cpu, client_cpu)]
+        # a connection's bytes: one core at a time on each side, whichever is slower per byte binds
+        per_connection = max(c.client_cpu_s_per_byte / self.host.core_speed, c.server_cpu_s_per_byte / self.server_core_speed)
+        return [*nics, (self.server.cpu, server_cpu), (self.server.memory, self.server_dram), (self.host.cpu, client_cpu),
+                (self.connections, per_connection)]
 
     def cpu_seconds(self, rpc: Access) -> float:
         """Server CPU per RPC (reference-core seconds)."""
