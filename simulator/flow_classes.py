@@ -53,6 +53,7 @@ class Layout(NamedTuple):
     single: list[tuple[Constraint, int, float]]                   # constraints one group crosses: (group, coefficient)
     multiple: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # the others: their (group, coefficient) pairs
     meters: list[Meter]                                          # of those constraints
+    share: float  # one group: the most its flows move together (min capacity / coefficient); NaN otherwise
 
 
 class Entry:
@@ -456,15 +457,22 @@ class ClassedComponent:
             meters.update(dict.fromkeys(c.meters))
         single = [(c, p[0][0], p[0][1]) for c, p in incidence.items() if len(p) == 1]
         multiple = [(c, tuple(p)) for c, p in incidence.items() if len(p) > 1]
-        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters))
+        share = math.nan
+        if len(limited) == 1 and limited[0]:
+            share = min([capacity[j] / k for j, k in limited[0]])
+        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters), share)
         return self._layout
 
     def _allocate(self) -> tuple[float, list[Meter]]:
         layout = self._solver_layout()
-        groups: list[RowGroup] = []
-        for usage, entries in zip(layout.usage, self.groups.values(), strict=True):
-            groups.append(RowGroup(usage, [Row(e.name, e.key[0], e.count, e.key[1]) for e in entries]))
-        rates = progressive_filling_rows(groups, layout.capacity)
+        fill = None if math.isnan(layout.share) else _fill_one_group(list(next(iter(self.groups.values()))), layout.share)
+        if fill is not None:
+            rates = [fill]
+        else:
+            groups: list[RowGroup] = []
+            for usage, entries in zip(layout.usage, self.groups.values(), strict=True):
+                groups.append(RowGroup(usage, [Row(e.name, e.key[0], e.count, e.key[1]) for e in entries]))
+            rates = progressive_filling_rows(groups, layout.capacity)
         horizon = math.inf
         moving: list[float] = []  # per group, flows x rate: its throughput per unit of coefficient
         for entries, group_rates in zip(self.groups.values(), rates, strict=True):
@@ -488,3 +496,39 @@ class ClassedComponent:
             for offset, _, f in cls.heap:
                 if f.group is cls and f.offset == offset:
                     yield f
+
+
+def _fill_one_group(entries: list[Entry], share: float) -> list[float] | None:
+    """Per-flow rates of entries that all cross the same limited constraints at the same coefficients (row 6: every
+    GPU's flow crosses the store), by water-filling: progressive filling raises every unfrozen rate as weight x level;
+    since every constraint carries every flow, the first to saturate (the smallest capacity / coefficient, `share`,
+    the most the flows move together) freezes all, and before it only entries' own bounds freeze, in order of
+    bound / weight.  The level is then (share - what the frozen move) / the unfrozen weight.  The same allocation as
+    maxmin.progressive_filling_rows (which sums the level step by step: equal to rounding, tests/test_flows_fast_paths.py);
+    None where that path's error handling is needed (no finite share)."""
+    if not share < math.inf:
+        return None
+    if share <= 0.0:
+        return [0.0] * len(entries)
+    order = sorted(range(len(entries)), key=lambda i: entries[i].key[1] / entries[i].key[0])
+    weight = 0.0
+    for e in entries:
+        weight += e.key[0] * e.count
+    left = share
+    rates = [0.0] * len(entries)
+    level = left / weight
+    for n, i in enumerate(order):
+        e = entries[i]
+        w, cap = e.key[0], e.key[1]
+        if cap < w * level * (1.0 - REL_EPS):
+            rates[i] = cap
+            left -= cap * e.count
+            weight -= w * e.count
+            level = left / weight if weight > 0.0 else math.inf
+            if level < 0.0:
+                level = 0.0
+            continue
+        for j in order[n:]:
+            rates[j] = entries[j].key[0] * level
+        break
+    return rates
