@@ -197,6 +197,7 @@ class ClassedComponent:
         self._changed: dict[FlowClass, None] = {}
         self._touched: dict[Constraint, None] = {}
         self.hub: Constraint | None = None
+        self._largest = 0  # the most flows any class has held: an upper bound on every class's count
         for c in constraints:
             self._take(c)
         for f in flows:
@@ -342,6 +343,8 @@ class ClassedComponent:
         if cls is None:
             cls = self.classes[key] = FlowClass(key, self.now)
         cls.add(f, remaining)
+        if cls.count > self._largest:
+            self._largest = cls.count
         self._changed[cls] = None
 
     def _file_class(self, cls: FlowClass, now: float) -> None:
@@ -391,9 +394,12 @@ class ClassedComponent:
         self._new = []
         # flows whose own bound may have changed: a constraint folded into it is shared now or changed capacity,
         # or a constraint is left with one flow
+        solo, owner = self.solo, self.owner
         for c in touched:
-            f = self.solo.get(c)
-            if f is None and len(c.flows) == 1 and c.private_able:
+            f = solo.get(c)
+            if f is None:
+                if len(c.flows) != 1 or not c.private_able:
+                    continue
                 f = next(iter(c.flows))
             cls = None if f is None else f.group
             if isinstance(cls, FlowClass) and f is not None and _flow_key(f) != cls.key:
@@ -405,10 +411,13 @@ class ClassedComponent:
         # constraint is (or was) folded into
         changed = self._changed
         self._changed = {}
+        largest = self._largest
         for c in touched:
-            owner = self.owner.get(c)
-            if owner is not None:
-                changed[owner] = None
+            held = owner.get(c)
+            if held is not None:
+                changed[held] = None
+            if len(c.flows) > largest:
+                continue  # more flows than any class holds: folded into none (row 6: the store, at every end)
             # one flow of c, taken from the end: flows leave a dict's front first (FIFO), and a scan from the
             # front would step over every slot they left until the dict is resized
             for f in reversed(c.flows):
@@ -510,10 +519,16 @@ def _fill_one_group(entries: list[Entry], share: float) -> list[float] | None:
         return None
     if share <= 0.0:
         return [0.0] * len(entries)
-    order = sorted(range(len(entries)), key=lambda i: entries[i].key[1] / entries[i].key[0])
     weight = 0.0
     for e in entries:
         weight += e.key[0] * e.count
+    level = share / weight
+    for e in entries:
+        if e.key[1] < e.key[0] * level * (1.0 - REL_EPS):
+            break
+    else:  # no bound comes before the shared constraints (row 6 once a few hundred flows move): one level for all
+        return [e.key[0] * level for e in entries]
+    order = sorted(range(len(entries)), key=lambda i: entries[i].key[1] / entries[i].key[0])
     left = share
     rates = [0.0] * len(entries)
     level = left / weight
