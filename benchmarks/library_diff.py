@@ -1,8 +1,11 @@
 """Every library scenario's results before and after an engine change, compared at 1e-9 relative (issue 33).
 
-    python benchmarks/library_diff.py snapshot before.json      # on the old tree (e.g. a worktree of main)
-    python benchmarks/library_diff.py snapshot after.json       # on the new one
-    python benchmarks/library_diff.py compare before.json after.json
+    /work/main/.venv/bin/python benchmarks/library_diff.py snapshot before.json   # the old code (that checkout's venv)
+    .venv/bin/python benchmarks/library_diff.py snapshot after.json                 # the new code
+    .venv/bin/python benchmarks/library_diff.py compare before.json after.json
+
+The scenarios are this file's checkout's scenarios/library; the code is whatever `iowatt` the interpreter imports
+(an editable install points at its own checkout), so both snapshots run the same inputs through two engines.
 
 A snapshot runs every scenarios/library/**/*.yaml through run_scenario and keeps what a user reads (metrics, the
 workload's detail, energy, storage, units); the engine's own block (wall time, event and recompute counts) and the
