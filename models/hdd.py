@@ -64,6 +64,7 @@ one command at a time, so with n commands always outstanding
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
@@ -406,3 +407,28 @@ def positioning_variance_seconds2(spec: HDDSpec, queue_depth: int = 1, span_frac
         eta = 1.0 if policy == "satf" else spec.reorder_efficiency
         m1, m2 = eta * best[0] + (1.0 - eta) * one[0], eta * best[1] + (1.0 - eta) * one[1]
     return max(0.0, m2 - m1 * m1)
+# ----------------------------------------------------------------------------- positioning, cached by what it reads
+
+
+def _per_geometry(positioning: Callable[[HDDSpec, float, int, bool], float]) -> Callable[[HDDSpec, float, int, bool], float]:
+    """The positioning integral cached by what it reads of a drive, its seek curve and its revolution time, not by
+    the whole spec: an uncertainty screen varies a drive's power, capacity or overhead one at a time, and each such
+    draw is a new spec with the same integral (validate --uncertainty on the AMAX HDD rows spent ~80 % of its time
+    recomputing it, issue 28's speed line).  Exact: a hit returns the value the same numbers gave."""
+    cache: dict[tuple[float, ...], float] = {}
+
+    def cached(spec: HDDSpec, x_span: float, n: int, write: bool) -> float:
+        key = (*seek_coefficients(spec, write), revolution_seconds(spec), x_span, float(n))
+        value = cache.get(key)
+        if value is None:
+            if len(cache) >= _GEOMETRY_CACHE_SIZE:
+                cache.clear()
+            value = cache[key] = positioning(spec, x_span, n, write)
+        return value
+
+    return cached
+
+
+# entries kept before the cache starts over; a memory bound, not a model value (~100 bytes each)
+_GEOMETRY_CACHE_SIZE = 4096
+_satf_positioning = _per_geometry(_satf_positioning)

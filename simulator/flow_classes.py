@@ -53,6 +53,7 @@ class Layout(NamedTuple):
     single: list[tuple[Constraint, int, float]]                   # constraints one group crosses: (group, coefficient)
     multiple: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # the others: their (group, coefficient) pairs
     meters: list[Meter]                                          # of those constraints
+    share: float  # one group: the most its flows move together (min capacity / coefficient); NaN otherwise
 
 
 class Entry:
@@ -196,6 +197,7 @@ class ClassedComponent:
         self._changed: dict[FlowClass, None] = {}
         self._touched: dict[Constraint, None] = {}
         self.hub: Constraint | None = None
+        self._largest = 0  # the most flows any class has held: an upper bound on every class's count
         for c in constraints:
             self._take(c)
         for f in flows:
@@ -341,6 +343,8 @@ class ClassedComponent:
         if cls is None:
             cls = self.classes[key] = FlowClass(key, self.now)
         cls.add(f, remaining)
+        if cls.count > self._largest:
+            self._largest = cls.count
         self._changed[cls] = None
 
     def _file_class(self, cls: FlowClass, now: float) -> None:
@@ -390,9 +394,12 @@ class ClassedComponent:
         self._new = []
         # flows whose own bound may have changed: a constraint folded into it is shared now or changed capacity,
         # or a constraint is left with one flow
+        solo, owner = self.solo, self.owner
         for c in touched:
-            f = self.solo.get(c)
-            if f is None and len(c.flows) == 1 and c.private_able:
+            f = solo.get(c)
+            if f is None:
+                if len(c.flows) != 1 or not c.private_able:
+                    continue
                 f = next(iter(c.flows))
             cls = None if f is None else f.group
             if isinstance(cls, FlowClass) and f is not None and _flow_key(f) != cls.key:
@@ -404,10 +411,13 @@ class ClassedComponent:
         # constraint is (or was) folded into
         changed = self._changed
         self._changed = {}
+        largest = self._largest
         for c in touched:
-            owner = self.owner.get(c)
-            if owner is not None:
-                changed[owner] = None
+            held = owner.get(c)
+            if held is not None:
+                changed[held] = None
+            if len(c.flows) > largest:
+                continue  # more flows than any class holds: folded into none (row 6: the store, at every end)
             # one flow of c, taken from the end: flows leave a dict's front first (FIFO), and a scan from the
             # front would step over every slot they left until the dict is resized
             for f in reversed(c.flows):
@@ -456,15 +466,22 @@ class ClassedComponent:
             meters.update(dict.fromkeys(c.meters))
         single = [(c, p[0][0], p[0][1]) for c, p in incidence.items() if len(p) == 1]
         multiple = [(c, tuple(p)) for c, p in incidence.items() if len(p) > 1]
-        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters))
+        share = math.nan
+        if len(limited) == 1 and limited[0]:
+            share = min([capacity[j] / k for j, k in limited[0]])
+        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters), share)
         return self._layout
 
     def _allocate(self) -> tuple[float, list[Meter]]:
         layout = self._solver_layout()
-        groups: list[RowGroup] = []
-        for usage, entries in zip(layout.usage, self.groups.values(), strict=True):
-            groups.append(RowGroup(usage, [Row(e.name, e.key[0], e.count, e.key[1]) for e in entries]))
-        rates = progressive_filling_rows(groups, layout.capacity)
+        fill = None if math.isnan(layout.share) else _fill_one_group(list(next(iter(self.groups.values()))), layout.share)
+        if fill is not None:
+            rates = [fill]
+        else:
+            groups: list[RowGroup] = []
+            for usage, entries in zip(layout.usage, self.groups.values(), strict=True):
+                groups.append(RowGroup(usage, [Row(e.name, e.key[0], e.count, e.key[1]) for e in entries]))
+            rates = progressive_filling_rows(groups, layout.capacity)
         horizon = math.inf
         moving: list[float] = []  # per group, flows x rate: its throughput per unit of coefficient
         for entries, group_rates in zip(self.groups.values(), rates, strict=True):
@@ -488,3 +505,45 @@ class ClassedComponent:
             for offset, _, f in cls.heap:
                 if f.group is cls and f.offset == offset:
                     yield f
+
+
+def _fill_one_group(entries: list[Entry], share: float) -> list[float] | None:
+    """Per-flow rates of entries that all cross the same limited constraints at the same coefficients (row 6: every
+    GPU's flow crosses the store), by water-filling: progressive filling raises every unfrozen rate as weight x level;
+    since every constraint carries every flow, the first to saturate (the smallest capacity / coefficient, `share`,
+    the most the flows move together) freezes all, and before it only entries' own bounds freeze, in order of
+    bound / weight.  The level is then (share - what the frozen move) / the unfrozen weight.  The same allocation as
+    maxmin.progressive_filling_rows (which sums the level step by step: equal to rounding, tests/test_flows_fast_paths.py);
+    None where that path's error handling is needed (no finite share)."""
+    if not share < math.inf:
+        return None
+    if share <= 0.0:
+        return [0.0] * len(entries)
+    weight = 0.0
+    for e in entries:
+        weight += e.key[0] * e.count
+    level = share / weight
+    for e in entries:
+        if e.key[1] < e.key[0] * level * (1.0 - REL_EPS):
+            break
+    else:  # no bound comes before the shared constraints (row 6 once a few hundred flows move): one level for all
+        return [e.key[0] * level for e in entries]
+    order = sorted(range(len(entries)), key=lambda i: entries[i].key[1] / entries[i].key[0])
+    left = share
+    rates = [0.0] * len(entries)
+    level = left / weight
+    for n, i in enumerate(order):
+        e = entries[i]
+        w, cap = e.key[0], e.key[1]
+        if cap < w * level * (1.0 - REL_EPS):
+            rates[i] = cap
+            left -= cap * e.count
+            weight -= w * e.count
+            level = left / weight if weight > 0.0 else math.inf
+            if level < 0.0:
+                level = 0.0
+            continue
+        for j in order[n:]:
+            rates[j] = entries[j].key[0] * level
+        break
+    return rates

@@ -45,20 +45,19 @@ from iowatt.simulator.flow_network import (
     Meter,
     Watcher,
     by_index,
+    fewer_young_collections,
 )
 
 __all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "FlowEngine", "Meter", "Watcher", "run_until_idle"]
 
-# Recompute after every ordinary event at the same instant (SimPy orders the
-# queue by (time, priority, id); URGENT=0, NORMAL=1), so all the flows that
-# processes start "now" are allocated together.
+# Recompute after every ordinary event at the same instant (SimPy orders the queue by (time, priority, id);
+# URGENT=0, NORMAL=1), so all the flows that processes start "now" are allocated together.
 _BATCH_PRIORITY = 2
 
 # Components of at least this many flows are held as classes (simulator/flow_classes.py); smaller ones are
 # allocated flow by flow as before issue 33, bit for bit.  A speed setting, not a model value (results do not
-# depend on it): where the vectorised allocation takes over
-# (maxmin.VECTOR_MIN_FLOWS, measured on row 6); any value gives the same results to 1e-9 (plausible range
-# 1..a few hundred: tests/test_flows_fast_paths.py runs it at 1).
+# depend on it): where the vectorised allocation takes over (maxmin.VECTOR_MIN_FLOWS, measured on row 6); any value
+# gives the same results to 1e-9 (plausible range 1..a few hundred: tests/test_flows_fast_paths.py runs it at 1).
 CLASS_MIN_FLOWS = 48
 
 
@@ -236,7 +235,8 @@ class FlowEngine:
 
     def run(self, until: float | simpy.Event | None = None) -> None:
         """Run the environment (SimPy's `until`), then settle: results are readable after it."""
-        self.env.run(until=until)
+        with fewer_young_collections():
+            self.env.run(until=until)
         self.settle()
 
     def settle(self) -> None:
