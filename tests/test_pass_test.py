@@ -18,7 +18,8 @@ PHASES = ("open_seconds", "truncate_seconds", "write_seconds", "close_seconds", 
 @pytest.mark.parametrize(
     ("args", "field"),
     [(["--writers", "0"], "--writers"), (["--file-MiB", "-1"], "--file-MiB"), (["--repeats", "0"], "--repeats"),
-     (["--file-MiB", "40000"], "--writers x --file-MiB")],
+     (["--file-MiB", "40000"], "--writers x --files x --file-MiB"), (["--files", "0"], "--files"),
+     (["--modes", "fresh,later"], "--modes")],
 )
 def test_bad_input_names_the_field_exits_2_and_writes_nothing(tmp_path, args, field):
     out = tmp_path / "bundle.json"
@@ -41,7 +42,7 @@ def test_a_small_run_records_every_mode_and_phase_and_leaves_nothing_behind(tmp_
     """Two writers of 1 MiB, one round, page cache kept: every mode runs once, every writer reports its five
     phases, the files it replaced were the previous pass's (overwrite: truncated, delete_create: unlinked), and the
     test's folder is gone afterwards."""
-    bundle = pass_test.run(tmp_path, writers=2, file_bytes=2**20, buffer_bytes=2**20, repeats=1, seed=3, drop=False)
+    bundle = pass_test.run(tmp_path, pass_test.SaveShape(writers=2, file_bytes=2**20, buffer_bytes=2**20), repeats=1, seed=3, drop=False)
     assert sorted(t["mode"] for t in bundle["trials"]) == sorted(pass_test.MODES)
     for trial in bundle["trials"]:
         assert len(trial["writers"]) == 2 and all(set(w) == set(PHASES) for w in trial["writers"])
@@ -55,7 +56,20 @@ def test_committed_bundles_are_whole_and_their_summary_follows_from_their_trials
     """Every committed bundle holds each mode `repeats` times (interleaved rounds) and its summary is the one
     `summarise` gives for its trials (nothing edited by hand)."""
     bundle = json.loads((FIXTURES / name).read_text())
-    for mode in pass_test.MODES:
+    for mode in bundle.get("modes", pass_test.MODES):
         rounds = sorted(t["round"] for t in bundle["trials"] if t["mode"] == mode)
         assert rounds == list(range(bundle["repeats"]))
     assert bundle["summary"] == json.loads(json.dumps(pass_test.summarise(bundle["trials"])))
+
+
+def test_several_files_per_writer_with_crc_are_written_and_counted(tmp_path):
+    """Three files per writer, CRC on, two modes: each trial holds writers x files extents, and the overwrite trial
+    truncated every file the previous pass left (its truncate phase ran), the fresh one none."""
+    shape = pass_test.SaveShape(writers=2, file_bytes=2**20, buffer_bytes=2**20, files=3, crc=True)
+    bundle = pass_test.run(tmp_path, shape, repeats=1, seed=1, drop=False, modes=("fresh", "overwrite"))
+    assert bundle["files_per_writer"] == 3 and bundle["crc"] and bundle["modes"] == ["fresh", "overwrite"]
+    assert {t["mode"] for t in bundle["trials"]} == {"fresh", "overwrite"}
+    for trial in bundle["trials"]:
+        assert len(trial["extents"]) == 6
+    assert set(bundle["summary"]) == {"fresh", "overwrite"}
+    assert list(tmp_path.iterdir()) == []

@@ -163,9 +163,10 @@ def test_storagereview_pass1_and_micron_ratio_within_published_tolerance():
 
 @pytest.mark.xfail(strict=True, reason="known miss: StorageReview measured pass 2 slower (PS1010 579 s vs 464 s, P5336 676 s "
                    "vs 623 s); whole-file sequential replacement kills whole erase blocks, so the FTL model (and its per-page "
-                   "oracle) gives WA 1 and equal passes: the slowdown's mechanism is not modelled.  Host-side candidates measured "
-                   "(tests/fixtures/passes: O_TRUNC over the previous pass, a filled filesystem, delete then create) slow a save "
-                   "only on a mount with online discard, which the scenario does not assume")
+                   "oracle) gives WA 1 and equal passes.  Host side (tests/fixtures/passes/README.md): a filled filesystem costs "
+                   "nothing; online discard costs time per byte freed but is not the default mount; ext4/XFS flush a file rewritten "
+                   "after O_TRUNC at close (measured: +33 % for one CPU-bound writer), but with 8 ranks its cost depends on how "
+                   "synchronised the ranks' flushes are, and neither end of that bracket fits both the Gen5 and the P5336 rows")
 def test_the_overwrite_pass_is_slower_than_the_fill_pass():
     """Oracle: StorageReview's published pass means on the D7-PS1010, 464 s then 579 s (+25 %), rows no value was
     fitted on for pass 2.  Pass 2 must be at least 1 % slower than pass 1."""

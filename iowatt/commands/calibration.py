@@ -107,11 +107,15 @@ def collect_dlio(
 def collect_passes(
     target: Annotated[Path, typer.Option("--target", "-t", help="Folder on the filesystem to measure (a test folder is made and removed).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Bundle JSON file to create.")],
-    writers: Annotated[int, typer.Option("--writers", help="Writer processes, one file each (DLIO's ranks).")] = 8,
-    file_mib: Annotated[int, typer.Option("--file-MiB", help="Size of each writer's file, MiB.")] = 128,
+    writers: Annotated[int, typer.Option("--writers", help="Writer processes (DLIO's ranks).")] = 8,
+    files: Annotated[int, typer.Option("--files", help="Files each writer writes one after another (DLIO: one per layer).")] = 1,
+    file_mib: Annotated[int, typer.Option("--file-MiB", help="Size of each file, MiB.")] = 128,
     buffer_mib: Annotated[int, typer.Option("--buffer-MiB", help="Size of each write() call, MiB.")] = 64,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Rounds; each runs every mode once, in a shuffled order.")] = 3,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the mode order.")] = 1,
+    crc: Annotated[bool, typer.Option("--crc", help="CRC-32 every chunk before writing it, as torch.save does (CPU-bound writers).")] = False,
+    modes: Annotated[str, typer.Option("--modes", help="Comma-separated subset of the modes (default: all five).")] = ",".join(
+        ("fresh", "overwrite", "overwrite_cached", "filled", "delete_create")),
     keep_caches: Annotated[bool, typer.Option("--keep-caches", help="Do not drop the page cache before each save.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
@@ -119,9 +123,11 @@ def collect_passes(
     deleting them (calibration/pass_test.py)."""
     from iowatt.calibration import pass_test
 
-    pass_test.check(target, out, writers, file_mib, buffer_mib, repeats)
+    chosen = pass_test.parse_modes(modes)
+    pass_test.check(target, out, writers, file_mib, buffer_mib, repeats, files)
     say = None if quiet else (lambda text: print(text, file=sys.stderr))
-    bundle = pass_test.run(target, writers, file_mib * 2**20, buffer_mib * 2**20, repeats, seed, drop=not keep_caches, progress=say)
+    shape = pass_test.SaveShape(writers, file_mib * 2**20, buffer_mib * 2**20, files, crc)
+    bundle = pass_test.run(target, shape, repeats, seed, drop=not keep_caches, modes=chosen, progress=say)
     pass_test.write_bundle(out, bundle)
     typer.echo(str(out))
 
