@@ -5,7 +5,7 @@ Models (Rules.md 4.3.3, Table 2; Submission_guidelines.md 2.2.1): llama3 8B on T
 70B 8x1x8 ZeRO 3, 405B 8x32x2 ZeRO 1, 1T 8x64x2 ZeRO 1; checkpoints of 105 GB, 912 GB, 5.29 TB and 18 TB, where
 the table's GB are GiB (its units note: DLIO's `checkpoint_size_GB` is binary) and its TB thousands of them
 (5.29 TB = 755 GiB of fp16 weights + 4,533 GiB of fp32 Adam state), so parameters are Table 2's model GiB x
-2^30 / 2 B (checkpoint.MODEL_PRESETS).
+2^30 / 2 B (_checkpoint_params.MODEL_PRESETS).
 
 Procedure (Submission_guidelines.md 2.2.2, Rules.md 4.3.1-4.3.2 and 4.7.1): one run writes `writes` checkpoints
 (10), each rank's save ending with fsync, then reads `reads` checkpoints (10) back.  Between the two phases the
