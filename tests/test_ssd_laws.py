@@ -10,7 +10,7 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.models import catalog, links, nand, ssd, ssd_power
+from iowatt.models import catalog, links, nand, ssd, ssd_power, ssd_states
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from iowatt.models.ssd import SSDSpec
 from iowatt.simulator.flows import FlowEngine, run_until_idle
@@ -339,8 +339,8 @@ def test_power_of_16k_random_writes_on_the_full_6550_matches_its_held_out_point(
 
 def test_transition_latency_is_exit_plus_entry() -> None:
     spec = SPEC_P5336
-    assert ssd.transition_seconds(spec, 0, 1) == pytest.approx(0.12)
-    assert ssd.transition_seconds(spec, 1, 1) == 0.0
+    assert ssd_states.transition_seconds(spec, 0, 1) == pytest.approx(0.12)
+    assert ssd_states.transition_seconds(spec, 1, 1) == 0.0
 
 
 def test_power_state_change_stalls_the_drive_for_the_transition() -> None:

@@ -9,7 +9,8 @@ from iowatt.models import catalog, ssd_power
 from iowatt.models.filesystem import PRESETS, Allocator, Discard, FilesystemName, FilesystemSpec, Replace
 from iowatt.models.ftl import Precondition
 from iowatt.models.hdd import HDDSpec
-from iowatt.models.ssd import SSDSpec, power_cap_W
+from iowatt.models.ssd import SSDSpec
+from iowatt.models.ssd_states import power_cap_W
 from iowatt.models.units import Fraction, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogRef, check_catalog_ref, parse_power_state

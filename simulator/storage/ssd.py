@@ -62,14 +62,13 @@ from iowatt.models.ssd import (
     SSDSpec,
     iu_factor,
     over_provisioning_of,
-    power_cap_W,
     queue_seconds,
     read_seconds_per_byte,
     read_units,
-    state_idle_W,
     unloaded_latency_s,
     write_seconds_per_byte_at,
 )
+from iowatt.models.ssd_states import power_cap_W, state_idle_W
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, Usage, WriteRecord
 from iowatt.simulator.storage.power_policy import DrivePower, PowerPolicy
