@@ -70,7 +70,7 @@ from iowatt.models.ssd import (
 )
 from iowatt.models.ssd_states import power_cap_W, state_idle_W
 from iowatt.simulator.flows import Constraint, FlowEngine
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, Usage, WriteRecord
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, RequestRun, RequestServer, Usage, WriteRecord
 from iowatt.simulator.storage.power_policy import DrivePower, PowerPolicy
 
 POWER_BINS = 240  # the drive's power over time in the report: average power in this many equal bins
@@ -266,6 +266,19 @@ class SsdDrive(Drive):
 
     def qd1_latency_s(self, access: Access) -> float:
         return unloaded_latency_s(self.spec, access.block_bytes, access.write)
+
+    def latency_spread(self, write: bool) -> float:
+        """A fit, the datasheet's QoS, else assumed (simulator.per_request.latency)."""
+        from iowatt.simulator.per_request.latency import read_sigma, write_sigma  # models-only module, kept with its mode
+
+        return (write_sigma if write else read_sigma)(self.spec)[0]
+
+    def request_server(self, run: RequestRun, access: Access) -> RequestServer:
+        """Flash units for reads, a write buffer drained by programs, GC rounds (simulator/per_request/ssd.py), every
+        law read from this fluid face."""
+        from iowatt.simulator.per_request.ssd import SsdRequests  # the per-request face, run on demand
+
+        return SsdRequests(run, self, access)
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
