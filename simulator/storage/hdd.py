@@ -42,6 +42,7 @@ from iowatt.models.hdd import HDDSpec, active_watts, seconds_per_byte
 from iowatt.models.links import device_queue_limit, link_payload_Bps
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, NoRequestFaceError, Pattern, RequestRun, RequestServer, Usage
+from iowatt.simulator.storage.families import DriveChoice, DriveRuntime, refuse_nvme_power
 
 _HDD_ACCESS: dict[str, HddAccess] = {"seq": "sequential", "rand": "random"}
 
@@ -139,3 +140,13 @@ class HddDrive(Drive):
         usage at the access's queue depth, not in a queueing time here."""
         return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, self.queue_limit)
 
+
+def _check(spec: HDDSpec, choice: DriveChoice) -> None:
+    refuse_nvme_power(spec.name, "a hard disk", choice)
+
+
+def _build(engine: FlowEngine, name: str, spec: HDDSpec, choice: DriveChoice) -> Drive:
+    return HddDrive(engine, name, spec, choice.fill, data_clusters=choice.layout_clusters)
+
+
+FAMILY = DriveRuntime("hdd", "hdd", _build, _check)

@@ -71,6 +71,7 @@ from iowatt.models.ssd import (
 from iowatt.models.ssd_states import power_cap_W, state_idle_W
 from iowatt.simulator.flows import Constraint, FlowEngine
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, RequestRun, RequestServer, Usage, WriteRecord
+from iowatt.simulator.storage.families import DriveChoice, DriveRuntime
 from iowatt.simulator.storage.power_policy import DrivePower, PowerPolicy
 
 POWER_BINS = 240  # the drive's power over time in the report: average power in this many equal bins
@@ -417,3 +418,20 @@ class SsdDrive(Drive):
         # no writes (or no rating): the endurance is not consumed; leave the infinite value out (JSON has no inf)
         out.update({k: v for k, v in life.items() if math.isfinite(v)})
         return out
+
+
+def check_power_state(spec: SSDSpec, choice: DriveChoice) -> None:
+    """The NVMe power state exists, leaves room for I/O, and the power policy fits the drive's table."""
+    cap = power_cap_W(spec, choice.power_state)  # raises with the valid range
+    if ssd_power.dynamic_budget_W(ssd_power.power_model(spec), cap) <= 0.0:
+        raise ValueError(f"power_state: {spec.name} PS{choice.power_state} caps at {cap} W, no more than its idle power and "
+                         f"busy floor; expected a state with room for I/O")
+    choice.power_policy.check(spec, choice.power_state)
+
+
+def _build(engine: FlowEngine, name: str, spec: SSDSpec, choice: DriveChoice) -> Drive:
+    return SsdDrive(engine, name, spec, choice.power_state, choice.fill, choice.filesystem_spec(), choice.ftl_valid,
+                    choice.precondition, choice.power_policy)
+
+
+FAMILY = DriveRuntime("ssd", "ssd", _build, check_power_state)

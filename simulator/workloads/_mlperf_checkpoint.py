@@ -37,7 +37,6 @@ from typing import Literal, Protocol
 import numpy as np
 import simpy
 from iowatt.models import catalog, host_io
-from iowatt.models.compute import GPUSpec
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
@@ -194,8 +193,7 @@ def run_procedure(ctx: RunContext, procedure: MlperfProcedure, model: str | None
     procedure_run = _Procedure(ctx, procedure, plan, make_saver(plan), block, interval)
     ctx.env.process(procedure_run.run())
     ctx.engine.run()
-    gpu = catalog.lookup("gpu", ACCELERATOR_GPUS[procedure.accelerator]).spec
-    accelerator_memory = (gpu.memory_GB if isinstance(gpu, GPUSpec) else 0.0) * 1e9 * processes
+    accelerator_memory = catalog.gpu_spec(ACCELERATOR_GPUS[procedure.accelerator]).memory_GB * 1e9 * processes
     per_host_ratio = plan.size / hosts / memory
     broken = _closed_rules(model, processes, hosts, plan.size, accelerator_memory)
     metrics = {
