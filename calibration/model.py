@@ -81,7 +81,7 @@ class Job:
 
 
 def as_spec(values: SSDSpec | dict[str, Any]) -> SSDSpec:
-    return values if isinstance(values, SSDSpec) else SSDSpec.model_validate(values)
+    return SSDSpec.model_validate(values)  # a spec passes through as itself (pydantic keeps instances)
 
 
 def service_and_latency(spec: SSDSpec, job: Job, writes_queue: bool = True) -> tuple[float, float, float]:

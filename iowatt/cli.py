@@ -178,7 +178,9 @@ def run(
     elif chosen == "csv":
         text = serialize.to_csv([{"name": document.get("name", ""), **document["metrics"], **_interval_columns(document)}])
     else:
-        text = tables.render(tables.result_tables(document))
+        from iowatt.output.result_view import result_tables
+
+        text = tables.render(result_tables(document))
     write_text(text, output)
     if uncertainty and propagation.too_many_failed:
         print(f"error: {propagation.failed} of {propagation.runs} sampled runs failed "

@@ -9,13 +9,36 @@ dashed segment over it.
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from iowatt.scenarios.reproduce import Published, Section, SectionResult
+# The study's types (scenarios.reproduce) import this module, so it sees them through protocols of what it reads.
 
 
-def trace_positions(section: Section, n: int, span: float | None = None) -> list[float]:
+class TraceSection(Protocol):
+    trace_span: float | None
+
+
+class TraceCell(Protocol):
+    trace: list[float] | None
+    span: float | None
+
+
+class TraceResult(Protocol):
+    @property
+    def section(self) -> TraceSection: ...
+
+    @property
+    def values(self) -> Mapping[tuple[str, str], TraceCell]: ...
+
+
+class SpanClaim(Protocol):
+    run: str
+    metric: str
+    span: tuple[float, float] | None
+
+
+def trace_positions(section: TraceSection, n: int, span: float | None = None) -> list[float]:
     """x of each of n trace points: the i-th at span x (i + 1) / n, the span being the run's own (`span`: e.g. its simulated
     seconds, from trace_span_metric) or the section's; without one, the index.  With a span, runs of different lengths share
     one axis (3 passes of 9 or 99 checkpoints; power bins of runs that last different times)."""
@@ -23,14 +46,14 @@ def trace_positions(section: Section, n: int, span: float | None = None) -> list
     return [span * (i + 1) / n for i in range(n)] if span else [float(i + 1) for i in range(n)]
 
 
-def span_mean(section: Section, trace: list[float], span: tuple[float, float], run_span: float | None = None) -> float | None:
+def span_mean(section: TraceSection, trace: list[float], span: tuple[float, float], run_span: float | None = None) -> float | None:
     """Mean of the trace points with span[0] < x <= span[1]."""
     xs = trace_positions(section, len(trace), run_span)
     inside = [v for x, v in zip(xs, trace, strict=True) if span[0] < x <= span[1] + 1e-9]
     return statistics.fmean(inside) if inside else None
 
 
-def comparable_on_trace(result: SectionResult, p: Published) -> float | None:
+def comparable_on_trace(result: TraceResult, p: SpanClaim) -> float | None:
     """The prediction a published span figure compares with (None: not a span figure or no trace)."""
     cell = result.values[(p.run, p.metric)]
     if p.span is None or cell.trace is None:

@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from iowatt.models import catalog
 from iowatt.models.provenance import Provenance
-from iowatt.models.ssd import SSDSpec
 from iowatt.models.uncertainty import Range, declared_constants, field_range, range_of
 from iowatt.scenarios.ranges import Path, dotted, get_at, set_at
 from iowatt.scenarios.schema import ScenarioBase
@@ -190,7 +189,7 @@ def _catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
         elif isinstance(model, GPUConfig) and name == "model":
             yield path, "gpu", value
         elif isinstance(model, DriveFields) and name == "device":
-            yield path, "ssd" if isinstance(catalog.drive_spec(value), SSDSpec) else "hdd", value
+            yield path, catalog.drive_family(value)[0], value
         elif isinstance(model, HostInterfaceConfig) and name == "hba" and value is not None:
             yield path, "hba", value
 

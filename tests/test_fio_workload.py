@@ -80,12 +80,12 @@ def test_sync_engine_keeps_one_request_per_job() -> None:
 def test_fluid_closed_loop_matches_a_per_io_simulation(qd: int) -> None:
     """A 5210 ION whose QD1 latency is made exactly 4 service times (c = 4 units): fio's read IOPS match a
     per-request SimPy run of 4 random-routed units within 4 % (Monte Carlo, 12k requests)."""
-    base = catalog.spec_from("ssd", "micron-5210-ion")
+    base = catalog.spec_from("sata_ssd", "micron-5210-ion")
     b = 128 * KiB
     service = b / ssd.read_throughput_Bps(base, b)
     latency_us = (4 * service - (b - 4 * KiB) / ssd.read_stream_Bps(base)) * 1e6
     device = {"base": "micron-5210-ion", "read_latency_us": latency_us}
-    spec = catalog.spec_from("ssd", device)
+    spec = catalog.spec_from("sata_ssd", device)
     l0 = ssd.unloaded_latency_s(spec, b, False)
     assert l0 == pytest.approx(4 * service, rel=1e-9)
     m = fio(device, rw="randread", bs="128k", iodepth=qd, runtime=5, time_based=True)
@@ -303,7 +303,7 @@ def test_sata_ncq_holds_32_commands_the_rest_wait_in_the_host() -> None:
     latency, so 32 / L0 = 16K IOPS < its 83K ceiling): beyond 32 outstanding it gains nothing (NCQ has 32 tags)
     and fio's latency grows with N by Little's law.  An NVMe drive with the same numbers keeps scaling."""
     slow = {"base": "micron-5210-ion", "read_latency_us": 2000}
-    spec = catalog.spec_from("ssd", slow)
+    spec = catalog.spec_from("sata_ssd", slow)
     l0 = ssd.unloaded_latency_s(spec, 4 * KiB, False)
     service = 4 * KiB / ssd.read_throughput_Bps(spec, 4 * KiB)
     q32 = fio(slow, rw="randread", bs="4k", iodepth=32, runtime=1, time_based=True)

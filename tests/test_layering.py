@@ -1,7 +1,9 @@
-"""The layers import one way: iowatt (CLI) -> scenarios / calibration -> simulator -> models.
+"""The layers import one way: benchmarks -> iowatt (CLI) -> scenarios / calibration -> simulator -> models.
 
 Read from the source with `ast` (every import, also those inside functions), so a lazy
-import cannot hide an upward dependency.  Oracle: the layering rule of docs/architecture.md.
+import cannot hide an upward dependency or a cycle.  Oracle: the layering rule of docs/architecture.md.
+`benchmarks/` runs as scripts that import each other by bare name (`from checks import check`); they are
+read as `benchmarks.<name>`, may import every layer, and no layer may import them.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # folder in the repository -> its import name once installed
 LAYERS = {"models": "iowatt.models", "simulator": "iowatt.simulator", "scenarios": "iowatt.scenarios",
-          "calibration": "iowatt.calibration", "iowatt": "iowatt"}
+          "calibration": "iowatt.calibration", "iowatt": "iowatt", "benchmarks": "benchmarks"}
 CLI_MODULES = ("iowatt.cli", "iowatt.commands", "iowatt.output", "iowatt.errors")
 # what each layer must not import (prefixes of module names)
 FORBIDDEN = {
-    "iowatt.models": ("simpy", "iowatt.simulator", "iowatt.scenarios", "iowatt.calibration", *CLI_MODULES),
-    "iowatt.simulator": ("iowatt.scenarios", "iowatt.calibration", *CLI_MODULES),
-    "iowatt.scenarios": CLI_MODULES,
-    "iowatt.calibration": ("iowatt.scenarios", *CLI_MODULES),
+    "iowatt.models": ("simpy", "iowatt.simulator", "iowatt.scenarios", "iowatt.calibration", *CLI_MODULES, "benchmarks"),
+    "iowatt.simulator": ("iowatt.scenarios", "iowatt.calibration", *CLI_MODULES, "benchmarks"),
+    "iowatt.scenarios": (*CLI_MODULES, "benchmarks"),
+    "iowatt.calibration": ("iowatt.scenarios", *CLI_MODULES, "benchmarks"),
+    "iowatt.cli": ("benchmarks",),
+    "iowatt.commands": ("benchmarks",),
+    "iowatt.output": ("benchmarks",),
+    "iowatt.errors": ("benchmarks",),
 }
 
 
@@ -52,17 +58,38 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def _imports(module: str, top_level_only: bool = False) -> set[str]:
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    """ids of the nodes inside `if TYPE_CHECKING:` blocks (imports for annotations only, never run)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            inside |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return inside
+
+
+def _bare(module: str, name: str) -> str:
+    """A benchmarks script's bare import of its neighbour (`import checks`) is `benchmarks.checks`."""
+    if module.startswith("benchmarks.") and f"benchmarks.{name.split('.')[0]}" in MODULES:
+        return f"benchmarks.{name}"
+    return name
+
+
+def _imports(module: str, top_level_only: bool = False, run_time_only: bool = False) -> set[str]:
+    """What `module` imports: every import statement (lazy ones inside functions included) unless `top_level_only`;
+    without those inside `if TYPE_CHECKING:` when `run_time_only`."""
     tree = ast.parse(MODULES[module].read_text())
     nodes = tree.body if top_level_only else list(ast.walk(tree))
+    skip = _type_checking_nodes(tree) if run_time_only else set()
     out: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.If) and top_level_only:
             continue  # `if TYPE_CHECKING:` blocks are not imports at run time
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
-            out |= {alias.name for alias in node.names}
+            out |= {_bare(module, alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            target = _resolve(module, node)
+            target = _bare(module, _resolve(module, node))
             out.add(target)
             out |= {f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in MODULES}
     return out
@@ -86,30 +113,78 @@ def test_no_upward_import(module: str):
     assert not bad, f"{MODULES[module].relative_to(REPO)} imports {bad} (layers: iowatt -> scenarios/calibration -> simulator -> models)"
 
 
-def test_no_import_cycles():
-    """Module-level imports among the project's modules form no cycle (Tarjan-free DFS with colours)."""
-    graph = {m: {i for i in _imports(m, top_level_only=True) if i in MODULES and i != m} for m in MODULES}
-    state: dict[str, int] = {}
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan 1972), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
 
-    def visit(node: str) -> None:
-        state[node] = 1
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
         stack.append(node)
+        on_stack.add(node)
         for nxt in sorted(graph[node]):
-            # importing a package's submodule runs the package first: that is not a cycle by itself
-            if node.startswith(nxt + "."):
-                continue
-            if state.get(nxt) == 1:
-                cycle = [*stack[stack.index(nxt):], nxt]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
-                visit(nxt)
-        stack.pop()
-        state[node] = 2
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
 
     for module in sorted(graph):
-        if module not in state:
-            visit(module)
+        if module not in index:
+            connect(module)
+    return found
+
+
+def _import_graph(top_level_only: bool) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for m in MODULES:
+        targets = _imports(m, top_level_only=top_level_only, run_time_only=top_level_only)
+        # importing a package's submodule runs the package first: that is not a cycle by itself
+        graph[m] = {i for i in targets if i in MODULES and i != m and not m.startswith(i + ".")}
+    return graph
+
+
+def test_no_import_cycles_at_module_level():
+    """Module-level imports among the project's modules form no cycle (Tarjan's strongly connected components)."""
+    assert _cycles(_import_graph(top_level_only=True)) == []
+
+
+# Cycles other branches break (issue 29): until they are merged this test may fail on them alone.
+OWNED_ELSEWHERE = (
+    "iowatt.simulator.flows", "iowatt.simulator.flow_network", "iowatt.simulator.maxmin",  # branch engine
+    "iowatt.simulator.component_cache",
+    "iowatt.simulator.workloads.dlio", "iowatt.simulator.workloads._dlio_timing",  # branch loaders
+    "iowatt.simulator.storage.kinds.cluster", "iowatt.simulator.storage.cluster_volume",  # branch scaleout
+)
+
+
+@pytest.mark.xfail(strict=False, reason="cycles owned by branches engine (flows/flow_network/maxmin/component_cache), "
+                   "loaders (dlio/_dlio_timing) and scaleout (kinds/cluster/cluster_volume)")
+def test_no_import_cycles_lazy_imports_included():
+    """No cycle either once every import counts: those inside functions and `if TYPE_CHECKING:` blocks too (a
+    lazy or annotation-only import that closes a cycle hides the dependency, it does not remove it)."""
+    cycles = _cycles(_import_graph(top_level_only=False))
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_import_cycles_but_those_owned_elsewhere():
+    """The cycles lazy imports close, apart from the three other branches break (OWNED_ELSEWHERE), are gone."""
+    cycles = _cycles(_import_graph(top_level_only=False))
+    mine = [c for c in cycles if not set(c) & set(OWNED_ELSEWHERE)]
+    assert mine == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in mine)
 
 
 ENGINE_LAYERS = ("iowatt.simulator.maxmin", "iowatt.simulator.flow_network", "iowatt.simulator.flow_classes", "iowatt.simulator.flows")

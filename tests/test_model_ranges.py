@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from iowatt.models import fabric
 from iowatt.models.provenance import Provenance
+from iowatt.models.ssd import SSDSpec
 from iowatt.models.uncertainty import AssumedConstant, declared_constants, field_range, recording_reads
 from pydantic import BaseModel
 
@@ -247,8 +248,8 @@ def test_every_drawn_power_model_keeps_each_drives_sequential_points(quantiles: 
     constants = declared_constants()
     draw = {n: constants[n].range.value_at(u) for n, u in zip(SSD_POWER_CONSTANTS, quantiles, strict=True)}
     with overridden(draw):
-        for entry in (e for e in catalog.entries() if e.kind == "ssd"):
-            spec = catalog.spec_from("ssd", entry.name)
+        for entry in (e for e in catalog.entries() if catalog.SPEC_TYPES[e.kind] is SSDSpec):  # every SSD family
+            spec = catalog.spec_from(entry.kind, entry.name)
             model = ssd_power.power_model(spec)
             block = 128 * 1024
             read = ssd_power.busy_power_W(model, spec.seq_read_MBps * 1e6, 0.0, block)

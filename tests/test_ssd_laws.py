@@ -10,7 +10,7 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.models import catalog, links, nand, ssd, ssd_power
+from iowatt.models import catalog, links, nand, ssd, ssd_power, ssd_states
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from iowatt.models.ssd import SSDSpec
 from iowatt.simulator.flows import FlowEngine, run_until_idle
@@ -23,7 +23,7 @@ KiB = 1024
 SPEC_6550 = catalog.spec_from("ssd", "micron-6550-ion")
 SPEC_P5336 = catalog.spec_from("ssd", "solidigm-d5-p5336")
 SPEC_9200 = catalog.spec_from("ssd", "micron-9200-pro")
-SSD_NAMES = [e.name for e in catalog.entries("ssd")]
+SSD_NAMES = [e.name for e in catalog.entries() if catalog.SPEC_TYPES[e.kind] is SSDSpec]  # every SSD family
 
 
 # ---------------------------------------------------------------- block-size law
@@ -33,7 +33,7 @@ SSD_NAMES = [e.name for e in catalog.entries("ssd")]
 def test_block_size_law_passes_through_both_datasheet_points(name: str) -> None:
     """t(b) = t_fe + b / X: 4 KiB gives the datasheet IOPS, 128 KiB the datasheet bandwidth (unless the
     4 KiB IOPS is itself bandwidth-bound, when t_fe = 0)."""
-    spec = catalog.spec_from("ssd", name)
+    spec = catalog.drive_spec(name)
     t_fe, _x = ssd.two_point_fit(spec.seq_read_MBps * 1e6, spec.rand_read_iops)
     bw_128k = 1.0 / ssd.read_seconds_per_byte(spec, 128 * KiB)
     assert bw_128k == pytest.approx(spec.seq_read_MBps * 1e6, rel=1e-9)
@@ -53,7 +53,7 @@ def test_block_size_law_passes_through_both_datasheet_points(name: str) -> None:
 @pytest.mark.parametrize("name", SSD_NAMES)
 def test_block_size_law_smooth_and_monotone_4k_to_1m(name: str) -> None:
     """Bandwidth rises and IOPS falls with block size, with no jump (the law is a rational function)."""
-    spec = catalog.spec_from("ssd", name)
+    spec = catalog.drive_spec(name)
     blocks = np.geomspace(4 * KiB, 1024 * KiB, 200)
     bw = np.array([ssd.read_throughput_Bps(spec, b) for b in blocks])
     iops = bw / blocks
@@ -109,7 +109,7 @@ def test_closed_loop_applies_the_concurrency_law_to_the_drive(name: str, block: 
     """closed_loop = N_dev / R(N_dev): the textbook MVA of m = floor(L0 / S) units of demand S and a delay L0 - m S
     (tests/queueing_oracle.law_latency), S = 1 / block-size ceiling, L0 = QD1 latency; Little's law;
     QD1 runs at 1 / L0; deep queues approach the ceiling from below (never above it)."""
-    spec = catalog.spec_from("ssd", name)
+    spec = catalog.drive_spec(name)
     service = block / ssd.read_throughput_Bps(spec, block)
     l0 = ssd.unloaded_latency_s(spec, block, False)
     limit = links.device_queue_limit(spec.interface)
@@ -339,8 +339,8 @@ def test_power_of_16k_random_writes_on_the_full_6550_matches_its_held_out_point(
 
 def test_transition_latency_is_exit_plus_entry() -> None:
     spec = SPEC_P5336
-    assert ssd.transition_seconds(spec, 0, 1) == pytest.approx(0.12)
-    assert ssd.transition_seconds(spec, 1, 1) == 0.0
+    assert ssd_states.transition_seconds(spec, 0, 1) == pytest.approx(0.12)
+    assert ssd_states.transition_seconds(spec, 1, 1) == 0.0
 
 
 def test_power_state_change_stalls_the_drive_for_the_transition() -> None:
@@ -384,7 +384,7 @@ def _run_capped(spec: SSDSpec, ps: int, read_share: float, block: float, fill: f
     fill=st.floats(0.05, 1.0),
 )
 def test_higher_power_cap_never_slower_and_power_never_above_cap(name: str, read_share: float, block: int, fill: float) -> None:
-    spec = catalog.spec_from("ssd", name)
+    spec = catalog.drive_spec(name)
     rates = []
     for ps in range(len(spec.power_states)):
         rate, peak, energy, cap = _run_capped(spec, ps, read_share, block, fill)
@@ -406,7 +406,7 @@ def test_higher_power_cap_never_slower_and_power_never_above_cap(name: str, read
     lanes=st.sampled_from([1, 2, 4, 8]),
 )
 def test_more_lanes_never_slower(name: str, block: int, outstanding: int, read_share: float, lanes: int) -> None:
-    spec = catalog.spec_from("ssd", name)
+    spec = catalog.drive_spec(name)
     if spec.link.kind != "pcie":
         return
     narrow = spec.model_copy(update={"link": spec.link.model_copy(update={"lanes": lanes})})
@@ -423,7 +423,7 @@ def test_more_lanes_never_slower(name: str, block: int, outstanding: int, read_s
     fills=st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)),
 )
 def test_emptier_drive_never_slower(name: str, block: int, fills: tuple[float, float]) -> None:
-    spec = catalog.spec_from("ssd", name)
+    spec = catalog.drive_spec(name)
     emptier, fuller = sorted(fills)
     assert ssd.write_throughput_Bps(spec, block, "rand", True, emptier) >= ssd.write_throughput_Bps(spec, block, "rand", True, fuller) * (
         1 - 1e-12

@@ -208,7 +208,7 @@ def test_two_devices_of_one_question_are_named_apart_and_unaffected_runs_are_reu
     pair = [load("amax/fio_9200"), load("amax/fio_5210")]
     paths = [("metrics.read_iops",)] * 2
     result = propagate(pair, Settings(method="oat"), paths=paths)
-    key = "catalog:ssd:micron-5210-ion:seq_read_MBps"
+    key = "catalog:sata_ssd:micron-5210-ion:seq_read_MBps"
     low, high = result.oat[key]
     assert low[0] == result.base_outputs[0] and high[0] == result.base_outputs[0]  # the 9200's run, untouched
     assert low[1] != result.base_outputs[1]

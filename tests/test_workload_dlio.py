@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from iowatt.models import catalog, host_io, ssd_power
 from iowatt.models.links import link_payload_Bps
-from iowatt.models.ssd import power_cap_W, read_seconds_per_byte, unloaded_latency_s
+from iowatt.models.ssd import read_seconds_per_byte, unloaded_latency_s
+from iowatt.models.ssd_states import power_cap_W
 from iowatt.simulator.run import simulate
 from iowatt.simulator.system import SystemConfig
 from iowatt.simulator.workloads import WorkloadConfigError

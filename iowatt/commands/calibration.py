@@ -10,36 +10,13 @@ from typing import Annotated
 import typer
 
 from iowatt.app import App
+from iowatt.commands.ssd_profile import as_user_error as _as_user_error
+from iowatt.commands.ssd_profile import calibration_errors as _errors
+from iowatt.commands.ssd_profile import fit_ssd
 from iowatt.errors import UserError, user_errors
 from iowatt.uncertainty_options import LevelOption, MethodOption, SamplesOption, UncertaintyOption, settings
 
 collect_app = App(help="Measure this machine into a trace bundle (fio jobs, or a DLIO run).", no_args_is_help=True)
-
-
-def _errors() -> tuple[type[Exception], ...]:
-    from iowatt.calibration.bundle import BundleError
-    from iowatt.calibration.dlio import DlioError
-    from iowatt.calibration.fioparse import FioParseError
-    from iowatt.calibration.fit import FitError
-    from iowatt.calibration.pass_test import PassTestError
-    from iowatt.calibration.plan import PlanError
-    from iowatt.calibration.profile import ProfileError
-    from iowatt.calibration.runner import CollectError
-
-    return (BundleError, DlioError, FioParseError, FitError, PlanError, ProfileError, CollectError, PassTestError)
-
-
-def _as_user_error(func):  # noqa: ANN001
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except _errors() as error:
-            raise UserError(str(error)) from None
-
-    return wrapper
 
 
 def _default_out(prefix: str) -> Path:
@@ -151,56 +128,12 @@ def calibrate(
     name: Annotated[str | None, typer.Option("--name", help="Profile name (default: from the output file name).")] = None,
 ) -> None:
     """Fit device parameters (or a cluster's software) to a bundle (least squares) and write a calibrated profile."""
-    from dataclasses import replace
-
-    from iowatt.calibration import bundle, fit, latency, profile
-    from iowatt.calibration.dataset import load_jobs
-    from iowatt.calibration.target import virtual_device_warning
-    from iowatt.models import catalog
-    from iowatt.output import write_text
-
     if kind == "cluster":
         _calibrate_cluster(bundle_path, output, scenario, [(str(bundle_path), clients), *_bundle_clients(more or [])], name, holdout, seed)
         return
     if kind != "ssd":
         raise UserError(f"--kind: expected ssd or cluster, found {kind!r}")
-    if base is None:
-        raise UserError("--base: --kind ssd needs the catalog SSD whose values the bundle does not inform, found none")
-    base_entry = catalog.lookup("ssd", base)
-    manifest = bundle.load(bundle_path)
-    warning = virtual_device_warning(manifest.target)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    jobs = load_jobs(bundle_path, manifest)
-    training, held = fit.split_holdout(jobs, holdout, seed)
-    more_paths = [Path(p) for p in more or []]
-    for extra in more_paths:  # every job of a further bundle trains: the holdout is drawn from BUNDLE alone
-        if "=" in extra.name:
-            raise UserError(f"--more {extra}: --kind ssd takes a bundle path (BUNDLE=CLIENTS is for --kind cluster)")
-        training += [replace(j, id=f"{extra.name}/{j.id}") for j in load_jobs(extra, bundle.load(extra))]
-    result = fit.fit(training, base_entry.spec)  # type: ignore[arg-type]
-    power_columns = sorted({k for j in training if j.power for k in j.power if k.endswith("_W") and not k.startswith("nvme_ps")})
-    if power_columns:
-        preferred = next((c for c in ("ipmi_system_W",) if c in power_columns), power_columns[0])
-        result.power = fit.fit_power(training, preferred) or {}
-    document = profile.build(name or profile.profile_name(output), base_entry.name, str(bundle_path), manifest, result,
-                             [j.id for j in held], [j.id for j in training], seed, holdout, profile.inventory_measurements(bundle_path),
-                             more=[str(p) for p in more_paths])
-    spreads = latency.fit_spreads(training, latency.measured(bundle_path, manifest))  # the per-request mode's latency spreads
-    latency.record(document, spreads, str(bundle_path), manifest.id)
-    write_text(profile.dump(document), output)
-    print(f"profile {output}: {len(training)} jobs fitted, {len(held)} held back; writes {'queue' if result.writes_queue else 'buffered'} "
-          f"(weighted cost {', '.join(f'{k} {v:.3g}' for k, v in result.costs.items())})", file=sys.stderr)
-    for key in result.informed:
-        print(f"  {key:18s} {result.values[key]:14.6g}  +/- {result.rel_stderr[key]:.1%}", file=sys.stderr)
-    for key, why in result.bounded.items():
-        print(f"  {key:18s} {result.values[key]:14.6g}  ({why})", file=sys.stderr)
-    for key, why in result.not_informed.items():
-        print(f"  {key:18s} base value ({why})", file=sys.stderr)
-    for key, (sigma, _note) in spreads.items():
-        print(f"  {key:18s} {sigma:14.6g}  (fio clat percentiles of the QD1 jobs)", file=sys.stderr)
-    errors = sorted(abs(r["error_pct"]) for r in result.residuals)
-    print(f"  training residuals: median |error| {errors[len(errors) // 2]:.1f} %, max {errors[-1]:.1f} %", file=sys.stderr)
+    fit_ssd(bundle_path, output, base, more, holdout, seed, name)
 
 
 def _bundle_clients(pairs: list[str]) -> list[tuple[str, int]]:

@@ -108,7 +108,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
     from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, machine_facts, null_runs, overheads
     from iowatt.calibration.runner import collect
-    from iowatt.commands.calibration import calibrate
+    from iowatt.commands.ssd_profile import as_user_error, fit_ssd
     from iowatt.scenarios.realcheck_predict import predict, workload_for
 
     (scratch / "plugin").mkdir(exist_ok=True)
@@ -116,7 +116,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     _say("(a) fio, quick plan")
     collect(scratch, load_plan("quick"), work / "fio", progress=None)
     _say("(b) calibrate")
-    calibrate(work / "fio", work / "profile.yaml", base=base, name="this-machine")
+    user_errors(as_user_error(fit_ssd))(work / "fio", work / "profile.yaml", base, None, 0.0, 0, "this-machine")
     _say("(c) probe the host: page-cache writes and npz loads (host_probe), DLIO's own overheads (null runs of two lengths)")
     facts: dict[str, Any] = {**machine_facts(), **probe(scratch)}
     short, long, batched = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))

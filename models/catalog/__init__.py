@@ -27,7 +27,16 @@ from pydantic import BaseModel, ValidationError
 
 CATALOG_DIR = Path(__file__).parent
 
-SPEC_TYPES: dict[str, type[BaseModel]] = {"ssd": SSDSpec, "hdd": HDDSpec, "gpu": GPUSpec, "cpu": CPUSpec, "hba": HbaSpec}
+# The device-family registry: a storage-device family is its catalog kind (the `kind:` of its YAML file here) and its
+# spec class, listed in the order a drive name is looked up; its runtime, both faces, is the module
+# simulator/storage/<kind>.py (its FAMILY, found by simulator.storage.families).  A new family is that module, one
+# line here, its catalog file and its test.
+DRIVE_FAMILIES: dict[str, type[BaseModel]] = {
+    "ssd": SSDSpec,  # NVMe SSDs (models.ssd): flash units, NVMe power states, a full-duplex PCIe link
+    "sata_ssd": SSDSpec,  # SATA SSDs: the same flash laws behind a half-duplex SATA link, no NVMe power states
+    "hdd": HDDSpec,  # hard disks (models.hdd): one actuator, seek and rotation
+}
+SPEC_TYPES: dict[str, type[BaseModel]] = {**DRIVE_FAMILIES, "gpu": GPUSpec, "cpu": CPUSpec, "hba": HbaSpec}
 
 
 class CatalogError(LookupError):
@@ -68,7 +77,10 @@ def _parse_file(path: Path) -> list[CatalogEntry]:
         try:
             plain, record = unwrap(fields, ranged=True)
             spec = spec_type.model_validate({"name": name, **plain})
-            record = {**defaults_for(kind, set(plain)), **record}  # a default value carries its own provenance
+            # a default value carries its own provenance: the spec class's, recorded under its first kind
+            # (a SATA SSD's defaults are the SSD spec's)
+            owner = next(k for k, t in SPEC_TYPES.items() if t is spec_type)
+            record = {**defaults_for(owner, set(plain)), **record}
         except (ValidationError, ValueError) as error:
             raise CatalogError(f"{path.name}: entry {name!r} is invalid: {error}") from None
         entries.append(CatalogEntry(name, kind, spec, record, aliases, path.name))
@@ -181,9 +193,24 @@ def spec_from(kind: str, value: Any) -> BaseModel:
 
 
 
+def drive_family(value: Any) -> tuple[str, BaseModel]:
+    """The one lookup of a storage device: (its family's kind, its spec), the families tried in DRIVE_FAMILIES' order
+    (a name, an inline spec, or {base: NAME, ...}).  Nothing found: the first family's error, which names its kind."""
+    first: CatalogError | ValueError | None = None
+    for kind in DRIVE_FAMILIES:
+        try:
+            return kind, spec_from(kind, value)
+        except (CatalogError, ValueError) as error:
+            first = first or error
+    assert first is not None
+    raise first
+
+
 def drive_spec(value: Any) -> SSDSpec | HDDSpec:
-    """The one lookup of a storage device: an SSD name or spec first, else a hard disk."""
-    try:
-        return spec_from("ssd", value)  # type: ignore[return-value]
-    except (CatalogError, ValueError):
-        return spec_from("hdd", value)  # type: ignore[return-value]
+    """The spec of a storage device (drive_family without the kind)."""
+    return drive_family(value)[1]  # type: ignore[return-value]
+
+
+def gpu_spec(name: str) -> GPUSpec:
+    """A GPU of the catalog as its spec class (the catalog holds it as one; validation passes the instance through)."""
+    return GPUSpec.model_validate(lookup("gpu", name).spec)

@@ -22,8 +22,9 @@ from iowatt.simulator.per_request import budget, fiojson, histogram
 from iowatt.simulator.per_request.energy import Ledger
 from iowatt.simulator.per_request.loop import Streams
 from iowatt.simulator.per_request.result import Result
-from iowatt.simulator.per_request.volume import StripedRequests, pieces
-from iowatt.simulator.storage import FileWrite, Volume
+from iowatt.simulator.per_request.volume import pieces, volume_server
+from iowatt.simulator.storage import Access, FileWrite, Volume
+from iowatt.simulator.storage.contract import VolumeRequestServer
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from iowatt.simulator.workloads.fio import FioParams, job_accesses, job_files, job_law, percentile_name
 
@@ -77,7 +78,7 @@ def run(ctx: RunContext, params: FioParams, ramp_s: float = 0.0) -> Result:
     files = _store_writes(volume, params, size_job, _estimate(ctx, params, per_job, runtime))
     draw = random.Random(int(ctx.rng.integers(2**62)))
     ledger = Ledger()
-    striped = StripedRequests(env, volume, params.bs, params.pattern, params.overwrite, ctx.rng, draw, ledger, files[0])
+    striped = volume_server(env, volume, Access("read", params.bs, params.pattern, overwrite=params.overwrite, file=files[0]), ctx.rng, draw, ledger)
     streams = Streams(env, striped.submit, params.bs, [params.outstanding_per_job] * params.numjobs,
                       [math.inf if per_job is None else float(per_job)] * params.numjobs, params.read_share, draw,
                       math.inf if runtime is None else runtime + ramp_s, ramp_s=ramp_s, on_ramp=ledger.mark)
@@ -88,7 +89,7 @@ def run(ctx: RunContext, params: FioParams, ramp_s: float = 0.0) -> Result:
 
 
 def _outcome(ctx: RunContext, params: FioParams, streams: Streams, runtime: float, ramp_s: float, ledger: Ledger,
-             striped: StripedRequests, events_estimate: float) -> Result:
+             striped: VolumeRequestServer, events_estimate: float) -> Result:
     bs = params.bs
     latencies = streams.latencies
     done = streams.completed

@@ -29,8 +29,9 @@ from iowatt.simulator.per_request import budget, histogram
 from iowatt.simulator.per_request.energy import Ledger
 from iowatt.simulator.per_request.loop import Delay, LinkPacer, Station, StreamOrder, Streams, Submit
 from iowatt.simulator.per_request.result import Result
-from iowatt.simulator.per_request.volume import StripedRequests, pieces
+from iowatt.simulator.per_request.volume import pieces, volume_server
 from iowatt.simulator.storage import Access
+from iowatt.simulator.storage.contract import VolumeRequestServer
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from iowatt.simulator.workloads.gds_read import GdsReadParams, GiB
 
@@ -46,7 +47,7 @@ def _then(first: Submit, second: Station) -> Submit:
     return submit
 
 
-def _path(ctx: RunContext, params: GdsReadParams, striped: StripedRequests, block: float,
+def _path(ctx: RunContext, params: GdsReadParams, striped: VolumeRequestServer, block: float,
           draw: random.Random) -> tuple[Submit, list[Station | Delay]]:
     """The read's stations in order (models.gds's network), and the stations for their event counts."""
     system, env = ctx.system, ctx.env
@@ -82,7 +83,7 @@ def run(ctx: RunContext, params: GdsReadParams) -> Result:
     events_estimate = budget.check(float(per_thread * threads), count, "this gdsio run", "give a smaller size_per_thread")
     draw = random.Random(int(ctx.rng.integers(2**62)))
     ledger = Ledger()
-    striped = StripedRequests(ctx.env, system.volume, block, params.pattern, False, ctx.rng, draw, ledger)
+    striped = volume_server(ctx.env, system.volume, Access("read", block, params.pattern), ctx.rng, draw, ledger)
     entry, stages = _path(ctx, params, striped, block, draw)
     link = LinkPacer(system.gpus[params.gpu].link_h2d.capacity) if params.data_mode == "p2p" else None
     streams = Streams(ctx.env, entry, block, [params.io_depth] * threads, [float(per_thread)] * threads, 1.0, draw, link=link)

@@ -16,14 +16,14 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from iowatt.models.ssd import SSDSpec
 from iowatt.simulator.per_request import budget, histogram
 from iowatt.simulator.per_request.energy import Ledger
 from iowatt.simulator.per_request.loop import LinkPacer, Streams
 from iowatt.simulator.per_request.result import Result
-from iowatt.simulator.per_request.volume import StripedRequests
+from iowatt.simulator.per_request.volume import volume_server
+from iowatt.simulator.storage import Access
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
-from iowatt.simulator.workloads.gnn import GnnParams, phase_metrics
+from iowatt.simulator.workloads.gnn import GnnParams, flash_drives, phase_metrics
 
 
 def run(ctx: RunContext, params: GnnParams) -> Result:
@@ -33,7 +33,7 @@ def run(ctx: RunContext, params: GnnParams) -> Result:
     if params.gpu >= len(system.gpus):
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     drives = system.volume.drives
-    if not drives or not all(isinstance(d.spec, SSDSpec) for d in drives):
+    if not flash_drives(drives, params.io_size):
         raise WorkloadConfigError("workload kind gnn reads features from local drives: expected system.storage with NVMe drives")
     gpu = system.gpus[params.gpu]
     n = len(drives)
@@ -44,7 +44,7 @@ def run(ctx: RunContext, params: GnnParams) -> Result:
                                    "give fewer workload.iterations")
     draw = random.Random(int(ctx.rng.integers(2**62)))
     ledger = Ledger()
-    striped = StripedRequests(env, system.volume, params.io_size, "rand", False, ctx.rng, draw, ledger)
+    striped = volume_server(env, system.volume, Access("read", params.io_size, "rand"), ctx.rng, draw, ledger)
     link, issue = LinkPacer(gpu.link_h2d.capacity), LinkPacer(params.gpu_max_iops * params.io_size)
     phase = {"sampling": 0.0, "aggregation": 0.0, "training": 0.0}
     busy_W = params.gpu_busy_during_aggregation * (gpu.spec.active_W - gpu.spec.idle_W)

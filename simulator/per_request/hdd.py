@@ -23,26 +23,47 @@ Layouts of several clusters (`layout_clusters` > 1) are not sampled here
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import simpy
 from iowatt.models import hdd as hdd_model
-from iowatt.models.links import link_payload_Bps
-from iowatt.simulator.per_request.energy import Joules, Ledger
-from iowatt.simulator.storage.contract import Pattern
-from iowatt.simulator.storage.hdd import HddDrive
+from iowatt.models.hdd import HDDSpec
+from iowatt.simulator.flows import Meter
+from iowatt.simulator.per_request.energy import Joules
+from iowatt.simulator.storage.contract import Pattern, RequestRun
 from simpy.events import Timeout
 
 Done = Callable[[object], None]
 BATCH = 4096  # positioning times drawn at once per (candidates, direction)
 
 
+class Disk(Protocol):
+    """What the per-request face reads from a hard disk's runtime (simulator.storage.hdd.HddDrive): its laws."""
+
+    spec: HDDSpec
+    meter: Meter
+
+    @property
+    def span_fraction(self) -> float: ...
+
+    @property
+    def queue_limit(self) -> int | None: ...
+
+    @property
+    def command_overhead_s(self) -> float: ...
+
+    @property
+    def stream_rate_Bps(self) -> float: ...
+
+    def dynamic_W(self, pattern: Pattern) -> float: ...
+
+
 class Positioning:
     """Seek + rotational wait of the served command, drawn per request (module docstring)."""
 
-    def __init__(self, drive: HddDrive, rng: np.random.Generator) -> None:
+    def __init__(self, drive: Disk, rng: np.random.Generator) -> None:
         spec = drive.spec
         self.spec = spec
         self.rng = rng
@@ -78,22 +99,18 @@ class Positioning:
 class HddRequests:
     """One hard disk of a volume in the per-request mode (module docstring)."""
 
-    def __init__(self, env: simpy.Environment, drive: HddDrive, pattern: Pattern, rng: np.random.Generator,
-                 draw: random.Random, ledger: Ledger) -> None:
-        self.env = env
+    def __init__(self, run: RequestRun, drive: Disk, pattern: Pattern) -> None:
+        self.env = run.env
         self.drive = drive
         self.pattern = pattern
-        self.draw = draw
-        spec = drive.spec
+        self.draw = run.draw
         # the meter's law: (active - idle) power while the actuator is busy (simulator.storage.hdd), per busy second
-        dynamic_W = hdd_model.active_watts(spec, "sequential" if pattern == "seq" else "random") - spec.idle_W
-        self.busy_s: list[Joules | float] = [[(drive.meter, dynamic_W)], 0.0]
-        ledger.counter()["busy"] = self.busy_s  # type: ignore[assignment]
-        spec = drive.spec
+        self.busy_s: list[Joules | float] = [[(drive.meter, drive.dynamic_W(pattern))], 0.0]
+        run.tally()["busy"] = self.busy_s
         self.limit = drive.queue_limit or 1 << 30
-        self.overhead_s = spec.command_overhead_ms / 1e3
-        self.rate_Bps = min(hdd_model.media_rate_Bps(spec, drive.span_fraction), link_payload_Bps(spec.link))
-        self.positioning = Positioning(drive, rng)
+        self.overhead_s = drive.command_overhead_s
+        self.rate_Bps = drive.stream_rate_Bps
+        self.positioning = Positioning(drive, run.rng)
         self.held: list[tuple[object, float, bool, Done]] = []
         self.busy = False
         self.timeouts = 0
@@ -129,6 +146,10 @@ class HddRequests:
         else:
             done(request)  # the host sends its next command now, so the disk picks among all it holds
         self._start()
+
+    @property
+    def events(self) -> int:
+        return self.timeouts
 
     def report(self) -> dict[str, float | str]:
         return {"span_fraction": self.drive.span_fraction, "scheduling": self.drive.spec.scheduling}

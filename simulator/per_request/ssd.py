@@ -44,21 +44,18 @@ of a drive's capacity, so the state moves little during one.
 from __future__ import annotations
 
 import math
-import random
 from collections import deque
 from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
-import numpy as np
-import simpy
-from iowatt.models.ssd import iu_factor
+from iowatt.models.ssd import SSDSpec, iu_factor
 from iowatt.models.uncertainty import assumed_constant, constant
-from iowatt.simulator.per_request.energy import Busy, Joules, Ledger, busy_per_request, joules_per_request
+from iowatt.simulator.flows import Constraint
+from iowatt.simulator.per_request.energy import Busy, Joules, busy_per_request, joules_per_request
 from iowatt.simulator.per_request.latency import Factors, read_sigma, write_sigma
 from iowatt.simulator.per_request.units import FlashUnits
-from iowatt.simulator.storage import Access, Usage
-from iowatt.simulator.storage.contract import Pattern
-from iowatt.simulator.storage.ssd import SsdDrive
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, RequestRun, Usage
 from simpy.events import Timeout
 
 Done = Callable[[object], None]
@@ -76,6 +73,24 @@ GC_ROUND = assumed_constant(
     "depends on it",
     range_note="low: 1 MiB, sub-millisecond pauses (a controller tuned for write QoS); high: 16 MiB, pauses of "
     "tens of ms, the write-latency outliers enterprise QoS specs bound at 99.99 %")
+
+
+class FlashDrive(Protocol):
+    """What the per-request face reads from an SSD's runtime (simulator.storage.ssd.SsdDrive): its fluid face."""
+
+    spec: SSDSpec
+    power: Constraint  # the dynamic power budget (cap - idle - busy floor)
+
+    @property
+    def queue_limit(self) -> int | None: ...
+
+    def usage(self, access: Access, share: float = 1.0) -> Usage: ...
+
+    def qd1_latency_s(self, access: Access) -> float: ...
+
+    def concurrency(self, access: Access) -> ConcurrencyLaw: ...
+
+    def write_amplification(self, access: Access) -> float: ...
 
 
 def _per_request_seconds(usage: Usage, request_bytes: float) -> float:
@@ -100,18 +115,20 @@ class _Held:
 class SsdRequests:
     """One SSD of a volume in the per-request mode (module docstring)."""
 
-    def __init__(self, env: simpy.Environment, drive: SsdDrive, piece_bytes: float, pattern: Pattern, overwrite: bool,
-                 rng: np.random.Generator, draw: random.Random, ledger: Ledger, file: str | None = None) -> None:
-        self.env = env
+    def __init__(self, run: RequestRun, drive: FlashDrive, piece: Access) -> None:
+        """`piece`: the requests this drive sees (block size, pattern, overwrite, the file the writes go to: its
+        stored WA, as the fluid fio job's; None: the drive's state)."""
+        self.env = run.env
         self.drive = drive
-        self.file = file  # the file the writes go to (its stored WA, as the fluid fio job's), None: the drive's state
-        self.draw = draw
-        self.tally = ledger.counter()  # {request class: [joules per request, requests, busy terms per request]}
-        self.pattern = pattern
-        self.overwrite = overwrite
-        read = Access("read", piece_bytes, pattern)
+        self.file = piece.file
+        self.draw = run.draw
+        self.tally = run.tally()  # {request class: [joules per request, requests, busy terms per request]}
+        self.pattern = piece.pattern
+        self.overwrite = piece.overwrite
+        rng = run.rng
+        read = Access("read", piece.block_bytes, piece.pattern)
         law = drive.concurrency(read)
-        self.units = FlashUnits(env, law.unit_count or law.qd1_latency_s / law.queue_seconds)
+        self.units = FlashUnits(run.env, law.unit_count or law.qd1_latency_s / law.queue_seconds)
         self.last_unit = len(self.units.units) - 1
         sigma_r, self.read_sigma_source = read_sigma(drive.spec)
         sigma_w, self.write_sigma_source = write_sigma(drive.spec)
@@ -252,6 +269,10 @@ class SsdRequests:
             request, nbytes, done = self.waiting.popleft()
             latency, program, gc, _tally = self._class(True, nbytes)
             self._admit(request, nbytes, done, latency, program, gc)
+
+    @property
+    def events(self) -> int:
+        return self.units.timeouts
 
     def report(self) -> dict[str, float | str]:
         return {"flash_units": self.units.c, "read_sigma": self.sigmas[0], "write_sigma": self.sigmas[1],

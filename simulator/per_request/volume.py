@@ -19,19 +19,20 @@ from collections.abc import Callable
 
 import numpy as np
 import simpy
-from iowatt.models.hdd import HDDSpec
 from iowatt.simulator.per_request.energy import Ledger
-from iowatt.simulator.per_request.hdd import HddRequests
-from iowatt.simulator.per_request.ssd import SsdRequests
-from iowatt.simulator.storage import PAGE_BYTES, Volume
-from iowatt.simulator.storage.contract import Pattern
-from iowatt.simulator.storage.hdd import HddDrive
-from iowatt.simulator.storage.ssd import SsdDrive
-from iowatt.simulator.storage.striped import StripedVolume
+from iowatt.simulator.storage.contract import (
+    Access,
+    Drive,
+    NoRequestFaceError,
+    RequestRun,
+    RequestServer,
+    Volume,
+    VolumeRequestServer,
+)
+from iowatt.simulator.storage.stripes import split
 from iowatt.simulator.workloads import WorkloadConfigError
 
 Done = Callable[[object], None]
-Device = SsdRequests | HddRequests
 
 
 class _Join:
@@ -53,41 +54,22 @@ def _piece_done(join: object) -> None:
 
 
 def pieces(width: int, block_bytes: float) -> tuple[int, float]:
-    """(pieces per request, bytes per piece) of a request striped over `width` drives (module docstring)."""
-    if width <= 1:
-        return 1, block_bytes
-    count = int(min(width, max(1.0, block_bytes // PAGE_BYTES)))
-    return count, block_bytes / count
+    """(pieces per request, bytes per piece) of a request striped over `width` drives: the striping law of both
+    faces (simulator.storage.stripes.split)."""
+    return split(width, block_bytes)
 
 
 class StripedRequests:
-    """A striped volume's drives in the per-request mode."""
+    """A striped volume's drives in the per-request mode: each listed drive's own server (Drive.request_server)."""
 
-    def __init__(self, env: simpy.Environment, volume: Volume, block_bytes: float, pattern: Pattern, overwrite: bool,
-                 rng: np.random.Generator, draw: random.Random, ledger: Ledger, file: str | None = None) -> None:
-        if not isinstance(volume, StripedVolume):
-            raise WorkloadConfigError(
-                f"--mode per-request: expected storage of kind local (one drive or a striped set), found a {type(volume).__name__}; "
-                "RAID, NFS and cluster volumes run in the fluid mode only"
-            )
-        self.width = volume.width
-        self.count, self.piece_bytes = pieces(self.width, block_bytes)
-        self.pattern = pattern
-        self.draw = draw
+    def __init__(self, run: RequestRun, drives: list[Drive], access: Access) -> None:
+        self.width = len(drives)
+        self.count, self.piece_bytes = pieces(self.width, access.block_bytes)
+        self.pattern = access.pattern
+        self.draw = run.draw
         self.next_start = 0
-        self.devices: list[Device] = []
-        for drive in volume.drives:
-            if isinstance(drive, SsdDrive):
-                self.devices.append(SsdRequests(env, drive, self.piece_bytes, pattern, overwrite, rng, draw, ledger, file))
-            elif isinstance(drive, HddDrive) and isinstance(drive.spec, HDDSpec):
-                if drive.data_clusters > 1:
-                    raise WorkloadConfigError(
-                        f"storage.layout_clusters: the per-request mode lays data out in one piece, found {drive.data_clusters}"
-                    )
-                self.devices.append(HddRequests(env, drive, pattern, rng, draw, ledger))
-            else:
-                raise WorkloadConfigError(f"--mode per-request: drive {drive.name} is neither an SSD nor a hard disk")
-
+        piece = access.with_(block_bytes=self.piece_bytes)
+        self.devices: list[RequestServer] = [drive.request_server(run, piece) for drive in drives]
         if self.width == 1:  # one drive: requests go straight to it
             self.submit = self.devices[0].submit  # type: ignore[method-assign]
 
@@ -107,7 +89,17 @@ class StripedRequests:
 
     @property
     def events(self) -> int:
-        return sum(d.units.timeouts if isinstance(d, SsdRequests) else d.timeouts for d in self.devices)
+        return sum(d.events for d in self.devices)
 
     def report(self) -> list[dict[str, float | str]]:
         return [d.report() for d in self.devices]
+
+
+def volume_server(env: simpy.Environment, volume: Volume, access: Access, rng: np.random.Generator, draw: random.Random,
+                  ledger: Ledger) -> VolumeRequestServer:
+    """The volume's per-request face for requests like `access` (Volume.request_server); a volume or drive without one
+    is a configuration error naming what runs in the fluid mode only."""
+    try:
+        return volume.request_server(RequestRun(env, rng, draw, ledger.counter), access)
+    except NoRequestFaceError as error:
+        raise WorkloadConfigError(str(error)) from None

@@ -20,15 +20,27 @@ Drives (SSD, HDD) implement `Drive`; storage kinds (local, RAID, NFS,
 cluster, ...) implement `Volume` and are registered in
 `simulator.storage.registry`.  Workloads talk to a volume only through these
 two classes: no attribute writes onto drives, no class-name tests.
+
+Two faces.  The methods above are the fluid face (flows over constraints).  The
+per-request face, `request_server(run, access)`, serves the same requests one at
+a time (`iowatt run --mode per-request`, simulator/per_request/): a drive gives a
+server of its own requests (flash units, an actuator) that reads its laws from
+the fluid face, a striped volume one that splits each request as `stripes.split`
+does for the fluid face and joins the pieces.  A runtime without a per-request
+face raises `NoRequestFaceError` saying so.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
+import numpy as np
+import simpy
 from iowatt.models import unit_mva
 from iowatt.simulator.flows import Constraint, Meter
 
@@ -83,6 +95,55 @@ class Access:
     def with_(self, **changes: object) -> Access:
         """A copy with some fields changed (e.g. the piece a member drive sees)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+class NoRequestFaceError(ValueError):
+    """A drive or volume that runs in the fluid mode only (its message names the field and what would run)."""
+
+
+Done = Callable[[object], None]
+
+
+@dataclass(frozen=True)
+class RequestRun:
+    """What a per-request server runs with: the environment, the random streams (numpy for vectors, `draw` for
+    scalars) and `tally`, which hands each server a table of its own request counts per class for the energy
+    ledger (simulator.per_request.energy.Ledger.counter)."""
+
+    env: simpy.Environment
+    rng: np.random.Generator
+    draw: random.Random
+    tally: Callable[[], dict[object, list]]
+
+
+class RequestServer(Protocol):
+    """The per-request face of a drive or a volume: requests (or pieces) in, `done(request)` when each completes."""
+
+    def submit(self, request: object, size: float, write: bool, done: Done) -> None: ...
+
+    @property
+    def events(self) -> int:
+        """SimPy events scheduled so far (the mode's cost)."""
+        ...
+
+    def report(self) -> dict[str, float | str]:
+        """The device's own figures (flash units and spreads, the actuator's span)."""
+        ...
+
+
+class VolumeRequestServer(Protocol):
+    """The per-request face of a volume: host requests in, split over its drives' servers and joined."""
+
+    width: int
+
+    def submit(self, request: object, size: float, write: bool, done: Done) -> None: ...
+
+    @property
+    def events(self) -> int: ...
+
+    def report(self) -> list[dict[str, float | str]]:
+        """Each drive server's report."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -238,6 +299,17 @@ class Drive(ABC):
         """Energy by part, time in each power state, power over time (drives with a power model)."""
         return {}
 
+    def latency_spread(self, write: bool) -> float:
+        """Log-spread (sigma) of one request's own time at the drive around its mean (0: not modelled, as for hard
+        disks); the fork-join of striped requests waits for the largest of such pieces (models.fork_join)."""
+        del write
+        return 0.0
+
+    def request_server(self, run: RequestRun, access: Access) -> RequestServer:
+        """The per-request face: a server of requests like `access` (its block size is the piece this drive sees)."""
+        del run, access
+        raise NoRequestFaceError(f"--mode per-request: drive {self.name} has no per-request face; it runs in the fluid mode only")
+
 
 class Volume(ABC):
     """What a filesystem sits on: a storage kind built from drives (and servers, fabrics, nodes)."""
@@ -306,6 +378,12 @@ class Volume(ABC):
         """The workload ended a phase (a checkpoint saved, an epoch done): every drive may rest."""
         for drive in self.unique_drives:
             drive.rest()
+
+    def request_server(self, run: RequestRun, access: Access) -> VolumeRequestServer:
+        """The per-request face: a server of host requests like `access` through the volume's layout to its drives."""
+        del run, access
+        raise NoRequestFaceError(f"--mode per-request: expected storage of kind local (one drive or a striped set), found a "
+                            f"{type(self).__name__}; RAID, NFS and cluster volumes run in the fluid mode only")
 
     def report(self) -> dict[str, object]:
         """The volume's own part of the result (drives' figures; kinds add theirs)."""

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Protocol
 
-from iowatt.models import catalog, ssd_power
+from iowatt.models import catalog
 from iowatt.models.filesystem import PRESETS, Allocator, Discard, FilesystemName, FilesystemSpec, Replace
 from iowatt.models.ftl import Precondition
-from iowatt.models.hdd import HDDSpec
-from iowatt.models.ssd import SSDSpec, power_cap_W
 from iowatt.models.units import Fraction, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogRef, check_catalog_ref, parse_power_state
+from iowatt.simulator.storage import families
 from iowatt.simulator.storage.contract import Drive
-from iowatt.simulator.storage.hdd import HddDrive
 from iowatt.simulator.storage.power_policy import PowerPolicy
-from iowatt.simulator.storage.ssd import SsdDrive
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 
@@ -25,7 +22,8 @@ class DriveFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    device: CatalogRef = Field(description="SSD (or HDD) catalog name or inline spec; SSDs are looked up first")
+    device: CatalogRef = Field(description="drive catalog name or inline spec, looked up in the device families' order "
+                               "(NVMe SSDs, SATA SSDs, hard disks: models.catalog.DRIVE_FAMILIES)")
     power_state: Annotated[int, WithJsonSchema(POWER_STATE_SCHEMA)] = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity the filesystem's files hold at the start")
     ftl_valid: Fraction | None = Field(
@@ -66,13 +64,14 @@ class DriveFields(BaseModel):
     @field_validator("device")
     @classmethod
     def _device(cls, value: CatalogRef) -> CatalogRef:
-        try:
-            return check_catalog_ref("ssd", value)
-        except ValueError as ssd_error:
+        first: ValueError | None = None
+        for kind in catalog.DRIVE_FAMILIES:
             try:
-                return check_catalog_ref("hdd", value)
-            except ValueError:
-                raise ssd_error from None
+                return check_catalog_ref(kind, value)
+            except ValueError as error:
+                first = first or error
+        assert first is not None
+        raise first
 
     @field_validator("power_state", mode="before")
     @classmethod
@@ -87,18 +86,8 @@ class DriveFields(BaseModel):
 
     @model_validator(mode="after")
     def _state_exists(self) -> DriveFields:
-        spec = self.device_spec()
-        if isinstance(spec, HDDSpec):
-            if self.power_state != 0:
-                raise ValueError(f"{spec.name} is a hard disk; it has no NVMe power states, found PS{self.power_state}")
-            if self.power_policy != PowerPolicy():
-                raise ValueError(f"power_policy: {spec.name} is a hard disk; expected no NVMe power policy, found {self.power_policy.kind}")
-            return self
-        cap = power_cap_W(spec, self.power_state)  # raises with the valid range
-        if ssd_power.dynamic_budget_W(ssd_power.power_model(spec), cap) <= 0.0:
-            raise ValueError(f"power_state: {spec.name} PS{self.power_state} caps at {cap} W, no more than its idle power and "
-                             f"busy floor; expected a state with room for I/O")
-        self.power_policy.check(spec, self.power_state)
+        kind, spec = catalog.drive_family(self.device)
+        families.runtime(kind).check(spec, self)  # the fields its family does not take (power states on a disk)
         return self
 
     def filesystem_spec(self) -> FilesystemSpec:
@@ -108,18 +97,15 @@ class DriveFields(BaseModel):
                                      ("fstrim_interval_s", self.fstrim_interval)) if v is not None}
         return preset.model_copy(update=changes)
 
-    def device_spec(self) -> SSDSpec | HDDSpec:
-        """The one catalog lookup of a drive: SSDs first, then hard disks."""
-        return catalog.drive_spec(self.device)
+    def device_spec(self) -> BaseModel:
+        """The one catalog lookup of a drive (models.catalog.drive_family)."""
+        return catalog.drive_family(self.device)[1]
 
     def build_drives(self, engine: FlowEngine, prefix: str, count: int) -> list[Drive]:
-        """`count` drive runtimes named PREFIXssdN / PREFIXhddN."""
-        spec = self.device_spec()
-        if isinstance(spec, HDDSpec):
-            return [HddDrive(engine, f"{prefix}hdd{i}", spec, self.fill, data_clusters=self.layout_clusters) for i in range(count)]
-        fs = self.filesystem_spec()
-        return [SsdDrive(engine, f"{prefix}ssd{i}", spec, self.power_state, self.fill, fs, self.ftl_valid, self.precondition, self.power_policy)
-                for i in range(count)]
+        """`count` drive runtimes of the device's family, named PREFIX + the family's prefix + N (ssd0, hdd3)."""
+        kind, spec = catalog.drive_family(self.device)
+        family = families.runtime(kind)
+        return [family.build(engine, f"{prefix}{family.prefix}{i}", spec, self) for i in range(count)]
 
 
 class CountedDrives(Protocol):

@@ -24,6 +24,12 @@ heads then sweep fill + data_span of the capacity.
 number of equal pieces the data lie in, spread evenly over the disk, as a
 filesystem that spreads directories over allocation groups lays out a tree of
 small files (XFS inode64 on 8 TB: 8 AGs of 1 TB; models.hdd._cluster_positions).
+
+Both faces read the same laws from here: the streaming rate of the span
+(`stream_rate_Bps`), the command overhead and the busy power of a pattern
+(`dynamic_W`); the per-request face (`request_server`,
+simulator/per_request/hdd.py) draws each command's positioning from the law
+models.hdd integrates for the fluid face.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from iowatt.models.hdd import Access as HddAccess
 from iowatt.models.hdd import HDDSpec, active_watts, seconds_per_byte
 from iowatt.models.links import device_queue_limit, link_payload_Bps
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, NoRequestFaceError, Pattern, RequestRun, RequestServer, Usage
+from iowatt.simulator.storage.families import DriveChoice, DriveRuntime, refuse_nvme_power
 
 _HDD_ACCESS: dict[str, HddAccess] = {"seq": "sequential", "rand": "random"}
 
@@ -90,7 +97,7 @@ class HddDrive(Drive):
         pattern = _HDD_ACCESS[access.pattern]
         busy = seconds_per_byte(self.spec, access.block_bytes, pattern, self._queue_depth(access), self.span_fraction,
                                 access.write, self.data_clusters)
-        dynamic_W = active_watts(self.spec, pattern) - self.spec.idle_W
+        dynamic_W = self.dynamic_W(access.pattern)
         link, direction = (self.link_write, self.write) if access.write else (self.link_read, self.read)
         return [
             (link, share),
@@ -102,14 +109,44 @@ class HddDrive(Drive):
     def qd1_latency_s(self, access: Access) -> float:
         """Sequential: the command overhead plus the transfer at the zone's media rate; random: seek +
         rotation + transfer at queue depth 1 (models.hdd)."""
-        span = self.span_fraction
         if access.pattern == "seq":
-            rate = min(hdd_model.media_rate_Bps(self.spec, span), link_payload_Bps(self.spec.link))
-            return self.spec.command_overhead_ms / 1e3 + access.block_bytes / rate
-        return float(hdd_model.random_service_seconds(self.spec, access.block_bytes, 1, span, access.write))
+            return self.command_overhead_s + access.block_bytes / self.stream_rate_Bps
+        return float(hdd_model.random_service_seconds(self.spec, access.block_bytes, 1, self.span_fraction, access.write))
+
+    @property
+    def command_overhead_s(self) -> float:
+        """The controller's time per command (pipelined with the transfer of sequential commands)."""
+        return self.spec.command_overhead_ms / 1e3
+
+    @property
+    def stream_rate_Bps(self) -> float:
+        """Media rate of the zone the data span occupies (models.hdd), capped by the SAS/SATA link."""
+        return min(hdd_model.media_rate_Bps(self.spec, self.span_fraction), link_payload_Bps(self.spec.link))
+
+    def dynamic_W(self, pattern: Pattern) -> float:
+        """Power above idle while the actuator is busy with requests of `pattern` (the meter's law)."""
+        return active_watts(self.spec, _HDD_ACCESS[pattern]) - self.spec.idle_W
+
+    def request_server(self, run: RequestRun, access: Access) -> RequestServer:
+        """One actuator serving one command at a time, positioning drawn per command (simulator/per_request/hdd.py)."""
+        if self.data_clusters > 1:
+            raise NoRequestFaceError(f"storage.layout_clusters: the per-request mode lays data out in one piece, found {self.data_clusters}")
+        from iowatt.simulator.per_request.hdd import HddRequests  # the per-request face, run on demand
+
+        return HddRequests(run, self, access.pattern)
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         """The asymptotic bound N / L0: a disk's gain from queueing (shorter seeks by reordering) is in its
         usage at the access's queue depth, not in a queueing time here."""
         return ConcurrencyLaw(self.qd1_latency_s(access), 0.0, self.queue_limit)
 
+
+def _check(spec: HDDSpec, choice: DriveChoice) -> None:
+    refuse_nvme_power(spec.name, "a hard disk", choice)
+
+
+def _build(engine: FlowEngine, name: str, spec: HDDSpec, choice: DriveChoice) -> Drive:
+    return HddDrive(engine, name, spec, choice.fill, data_clusters=choice.layout_clusters)
+
+
+FAMILY = DriveRuntime("hdd", "hdd", _build, _check)

@@ -75,14 +75,9 @@ def station_rates(drive: Drive, parts: list[tuple[Access, float]], depth: int) -
 
 
 def piece_spread(drive: Drive, write: bool) -> float:
-    """The log-spread of one piece's own time at the drive (simulator.per_request.latency: a fit, the datasheet's
+    """The log-spread of one piece's own time at the drive (Drive.latency_spread: for SSDs a fit, the datasheet's
     QoS, else assumed); 0 for drives without one (hard disks: their spread is not modelled here)."""
-    from iowatt.models.ssd import SSDSpec
-    from iowatt.simulator.per_request.latency import read_sigma, write_sigma
-
-    if not isinstance(drive.spec, SSDSpec):
-        return 0.0
-    return (write_sigma if write else read_sigma)(drive.spec)[0]
+    return drive.latency_spread(write)
 
 
 def service_scv(drive: Drive, parts: list[tuple[Access, float]], rates: tuple[float, ...]) -> tuple[float, ...]:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Literal
 
 import simpy
 from iowatt.models.provenance import Provenance
-from iowatt.models.ssd import SSDSpec, power_state_entry, state_idle_W, transition_seconds
+from iowatt.models.ssd import SSDSpec
+from iowatt.models.ssd_states import power_state_entry, state_idle_W, transition_seconds
 from iowatt.models.uncertainty import assumed_constant_of, constant
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 

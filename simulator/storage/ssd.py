@@ -62,16 +62,16 @@ from iowatt.models.ssd import (
     SSDSpec,
     iu_factor,
     over_provisioning_of,
-    power_cap_W,
     queue_seconds,
     read_seconds_per_byte,
     read_units,
-    state_idle_W,
     unloaded_latency_s,
     write_seconds_per_byte_at,
 )
+from iowatt.models.ssd_states import power_cap_W, state_idle_W
 from iowatt.simulator.flows import Constraint, FlowEngine
-from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, Usage, WriteRecord
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, FileWrite, RequestRun, RequestServer, Usage, WriteRecord
+from iowatt.simulator.storage.families import DriveChoice, DriveRuntime
 from iowatt.simulator.storage.power_policy import DrivePower, PowerPolicy
 
 POWER_BINS = 240  # the drive's power over time in the report: average power in this many equal bins
@@ -268,6 +268,19 @@ class SsdDrive(Drive):
     def qd1_latency_s(self, access: Access) -> float:
         return unloaded_latency_s(self.spec, access.block_bytes, access.write)
 
+    def latency_spread(self, write: bool) -> float:
+        """A fit, the datasheet's QoS, else assumed (simulator.per_request.latency)."""
+        from iowatt.simulator.per_request.latency import read_sigma, write_sigma  # models-only module, kept with its mode
+
+        return (write_sigma if write else read_sigma)(self.spec)[0]
+
+    def request_server(self, run: RequestRun, access: Access) -> RequestServer:
+        """Flash units for reads, a write buffer drained by programs, GC rounds (simulator/per_request/ssd.py), every
+        law read from this fluid face."""
+        from iowatt.simulator.per_request.ssd import SsdRequests  # the per-request face, run on demand
+
+        return SsdRequests(run, self, access)
+
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         """models.ssd's concurrency law: reads queue on the flash units (writes too where the spec says so)."""
         read_share = 0.0 if access.write else 1.0
@@ -405,3 +418,20 @@ class SsdDrive(Drive):
         # no writes (or no rating): the endurance is not consumed; leave the infinite value out (JSON has no inf)
         out.update({k: v for k, v in life.items() if math.isfinite(v)})
         return out
+
+
+def check_power_state(spec: SSDSpec, choice: DriveChoice) -> None:
+    """The NVMe power state exists, leaves room for I/O, and the power policy fits the drive's table."""
+    cap = power_cap_W(spec, choice.power_state)  # raises with the valid range
+    if ssd_power.dynamic_budget_W(ssd_power.power_model(spec), cap) <= 0.0:
+        raise ValueError(f"power_state: {spec.name} PS{choice.power_state} caps at {cap} W, no more than its idle power and "
+                         f"busy floor; expected a state with room for I/O")
+    choice.power_policy.check(spec, choice.power_state)
+
+
+def _build(engine: FlowEngine, name: str, spec: SSDSpec, choice: DriveChoice) -> Drive:
+    return SsdDrive(engine, name, spec, choice.power_state, choice.fill, choice.filesystem_spec(), choice.ftl_valid,
+                    choice.precondition, choice.power_policy)
+
+
+FAMILY = DriveRuntime("ssd", "ssd", _build, check_power_state)

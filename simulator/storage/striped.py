@@ -1,8 +1,9 @@
 """Drives striped evenly (RAID 0 without a stripe-unit law): a server's local drives, a storage node's pool.
 
-Every request is split over the drives: each takes 1/n of every byte in
-pieces of block/n (at least one 4 KiB page).  A request of p = min(n,
-block / page) pieces occupies p of the n drives, so with N requests
+Every request is split over the drives as stripes.split says (the one
+striping law of both faces): p = min(n, floor(block / page)) pieces (at
+least one) of block / p bytes; each drive takes 1/n of every byte at that
+piece size.  A request of p pieces occupies p of the n drives, so with N requests
 outstanding each drive holds N x p / n of them on average (the hard disks'
 reordering reads that queue depth; SSD usage does not depend on it).  The
 volume's latency is that of the slowest piece, and its closed-loop law the
@@ -20,8 +21,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from iowatt.models.fork_join import expected_max, fork_join_latency_s
-from iowatt.simulator.storage.contract import PAGE_BYTES, Access, ConcurrencyLaw, Drive, Usage, Volume
+from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, RequestRun, Usage, Volume, VolumeRequestServer
 from iowatt.simulator.storage.member_law import MemberLoad, piece_spread, volume_loop
+from iowatt.simulator.storage.stripes import split
 
 
 class StripedVolume(Volume):
@@ -53,9 +55,8 @@ class StripedVolume(Volume):
         n = self.width
         if n == 1:
             return access
-        block = max(access.block_bytes / n, PAGE_BYTES)
-        pieces_per_request = min(float(n), max(1.0, access.block_bytes / PAGE_BYTES))
-        return access.with_(block_bytes=block, queue_depth=max(1.0, access.queue_depth * pieces_per_request / n))
+        count, block = split(n, access.block_bytes)
+        return access.with_(block_bytes=block, queue_depth=max(1.0, access.queue_depth * count / n))
 
     def usage(self, access: Access) -> Usage:
         share = 1.0 / self.width
@@ -72,8 +73,8 @@ class StripedVolume(Volume):
         return alone * expected_max(p, 0.0, max(piece_spread(d, access.write) for d in self._unique))
 
     def pieces(self, access: Access) -> int:
-        """Pieces per request: one per drive it covers, at least a page each (simulator.per_request.volume)."""
-        return int(min(self.width, max(1.0, access.block_bytes // PAGE_BYTES)))
+        """Pieces per request: one per drive it covers, at least a page each (stripes.split)."""
+        return split(self.width, access.block_bytes)[0]
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         """The slowest drive's law for one piece, over the drives' units together, and the join.
@@ -85,7 +86,8 @@ class StripedVolume(Volume):
         writes (acknowledged from each drive's buffer after a delay) wait for the longest of p delays."""
         piece = self.piece(access)
         laws = [d.concurrency(piece) for d in self._unique]
-        spread = self.width / min(float(self.width), max(1.0, access.block_bytes / PAGE_BYTES))  # n / p
+        p = self.pieces(access)
+        spread = self.width / p  # n / p
         limits = [law.queue_limit for law in laws if law.queue_limit is not None]
         counts = [law.unit_count for law in laws if law.unit_count is not None]
         lumped = ConcurrencyLaw(
@@ -95,7 +97,6 @@ class StripedVolume(Volume):
             units=all(law.units for law in laws),
             unit_count=min(counts) * spread if counts else None,
         )
-        p = self.pieces(access)
         if not lumped.units:
             return self._members_law(access, piece, p) if self.width > 1 else lumped
         if p <= 1:
@@ -121,4 +122,10 @@ class StripedVolume(Volume):
     def discard(self, nbytes: float) -> None:
         for drive in self._unique:
             drive.discard(nbytes / self.width)
+
+    def request_server(self, run: RequestRun, access: Access) -> VolumeRequestServer:
+        """Every listed drive's own server of its pieces, the requests split by stripes.split and joined."""
+        from iowatt.simulator.per_request.volume import StripedRequests  # the per-request face's loop, run on demand
+
+        return StripedRequests(run, self.drives, access)
 

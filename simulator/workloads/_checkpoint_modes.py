@@ -7,7 +7,7 @@ the run waits until every checkpoint is durable, then the restore when asked.
 
 One rank's checkpoint (all ranks start together, each after its own jitter; the slowest decides):
   blocking  torch.save from the GPU state: device-to-host link, the rank's core (serialization),
-            host DRAM, and system.storage in one flow, through the page cache (_RankSaver).
+            host DRAM, and system.storage in one flow, through the page cache (RankSaver).
             Training resumes when every rank's save has returned.
   async     the rank waits for its host buffer (its previous write must have returned), copies
             its state to it (device-to-host link and one DRAM pass: the stall), then writes it in
@@ -35,14 +35,15 @@ from iowatt.simulator.storage import Access, Usage, Volume, registry
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from iowatt.simulator.workloads._checkpoint_design import SaveDesign
 from iowatt.simulator.workloads._checkpoint_hosts import HostLayout
+from iowatt.simulator.workloads._checkpoint_params import CheckpointParams
 from iowatt.simulator.workloads._checkpoint_report import Marks, Tiers, outcome
-from iowatt.simulator.workloads.checkpoint import CheckpointParams, _RankSaver, _ShardPlan
+from iowatt.simulator.workloads._checkpoint_save import RankSaver, ShardPlan
 
 
-class _HostedSaver(_RankSaver):
+class _HostedSaver(RankSaver):
     """The rank saver with each rank on its host: its host's DRAM share and, for a blocking save, its GPU's copy."""
 
-    def __init__(self, ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout: HostLayout, gpu_copy: bool) -> None:
+    def __init__(self, ctx: RunContext, params: CheckpointParams, plan: ShardPlan, layout: HostLayout, gpu_copy: bool) -> None:
         super().__init__(ctx, params.model_copy(update={"copy_from_gpu": False}), plan)
         self.layout, self.gpu_copy = layout, gpu_copy
 
@@ -76,7 +77,7 @@ def _check(ctx: RunContext, params: CheckpointParams, design: SaveDesign) -> Non
         raise WorkloadConfigError(f"workload.save.restore_from: 'local' reads the stage of a tiered save, found mode {design.mode!r}")
 
 
-def _host_memory(ctx: RunContext, params: CheckpointParams, design: SaveDesign, plan: _ShardPlan, layout: HostLayout) -> _ShardPlan:
+def _host_memory(ctx: RunContext, params: CheckpointParams, design: SaveDesign, plan: ShardPlan, layout: HostLayout) -> ShardPlan:
     """The plan with each host's pinned buffers held and the page cache the rest leaves (per host, then summed)."""
     memory = ctx.system.config.server.memory
     per_host = [0.0] * layout.hosts
@@ -97,7 +98,7 @@ def _host_memory(ctx: RunContext, params: CheckpointParams, design: SaveDesign, 
     return replace(plan, resident=sum(resident), dirty_budget=dirty)
 
 
-def _stages(ctx: RunContext, design: SaveDesign, layout: HostLayout, plan: _ShardPlan) -> list[Volume]:
+def _stages(ctx: RunContext, design: SaveDesign, layout: HostLayout, plan: ShardPlan) -> list[Volume]:
     """Each host's stage drives (registry kinds built with the prefix stage.hostN.); none for a memory stage."""
     if design.mode != "tiered" or design.stage == "memory":
         return []  # blocking and async saves have no stage (a stage in the scenario is ignored, so plans can vary the mode)
@@ -123,7 +124,7 @@ class _Paths:
 class _Training:
     """Compute, checkpoints of one design, and the restore, as SimPy processes."""
 
-    def __init__(self, ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout: HostLayout,
+    def __init__(self, ctx: RunContext, params: CheckpointParams, plan: ShardPlan, layout: HostLayout,
                  saver: _HostedSaver, stages: list[Volume], tiers: Tiers) -> None:
         self.ctx, self.params, self.plan, self.layout, self.saver, self.stages = ctx, params, plan, layout, saver, stages
         self.tiers = tiers
@@ -289,7 +290,7 @@ class _Training:
 def run(ctx: RunContext, params: CheckpointParams) -> WorkloadOutcome:
     design: SaveDesign = params.save  # type: ignore[assignment]
     _check(ctx, params, design)
-    plan = _ShardPlan.build(ctx, params)
+    plan = ShardPlan.build(ctx, params)
     layout = HostLayout(ctx.engine, ctx.system.host, len(plan.shards), len(ctx.system.gpus))
     plan = _host_memory(ctx, params, design, plan, layout)
     stages = _stages(ctx, design, layout, plan)

@@ -20,7 +20,8 @@ from iowatt.simulator.flows import Meter
 from iowatt.simulator.storage import Volume
 from iowatt.simulator.workloads import RunContext, WorkloadOutcome
 from iowatt.simulator.workloads._checkpoint_hosts import HostLayout
-from iowatt.simulator.workloads.checkpoint import CheckpointParams, _ShardPlan
+from iowatt.simulator.workloads._checkpoint_params import CheckpointParams
+from iowatt.simulator.workloads._checkpoint_save import ShardPlan
 
 
 @dataclass
@@ -139,7 +140,7 @@ def _drive_bytes(volumes: list[Volume]) -> float:
     return total
 
 
-def outcome(ctx: RunContext, params: CheckpointParams, plan: _ShardPlan, layout: HostLayout, tiers: Tiers, marks: list[Marks],
+def outcome(ctx: RunContext, params: CheckpointParams, plan: ShardPlan, layout: HostLayout, tiers: Tiers, marks: list[Marks],
             compute_seconds: float, loader_delays: list[float], restores: dict[str, float], stages: list[Volume]) -> WorkloadOutcome:
     design = params.save
     assert design is not None

@@ -5,7 +5,7 @@ Models (Rules.md 4.3.3, Table 2; Submission_guidelines.md 2.2.1): llama3 8B on T
 70B 8x1x8 ZeRO 3, 405B 8x32x2 ZeRO 1, 1T 8x64x2 ZeRO 1; checkpoints of 105 GB, 912 GB, 5.29 TB and 18 TB, where
 the table's GB are GiB (its units note: DLIO's `checkpoint_size_GB` is binary) and its TB thousands of them
 (5.29 TB = 755 GiB of fp16 weights + 4,533 GiB of fp32 Adam state), so parameters are Table 2's model GiB x
-2^30 / 2 B (checkpoint.MODEL_PRESETS).
+2^30 / 2 B (_checkpoint_params.MODEL_PRESETS).
 
 Procedure (Submission_guidelines.md 2.2.2, Rules.md 4.3.1-4.3.2 and 4.7.1): one run writes `writes` checkpoints
 (10), each rank's save ending with fsync, then reads `reads` checkpoints (10) back.  Between the two phases the
@@ -37,7 +37,6 @@ from typing import Literal, Protocol
 import numpy as np
 import simpy
 from iowatt.models import catalog, host_io
-from iowatt.models.compute import GPUSpec
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
@@ -194,8 +193,7 @@ def run_procedure(ctx: RunContext, procedure: MlperfProcedure, model: str | None
     procedure_run = _Procedure(ctx, procedure, plan, make_saver(plan), block, interval)
     ctx.env.process(procedure_run.run())
     ctx.engine.run()
-    gpu = catalog.lookup("gpu", ACCELERATOR_GPUS[procedure.accelerator]).spec
-    accelerator_memory = (gpu.memory_GB if isinstance(gpu, GPUSpec) else 0.0) * 1e9 * processes
+    accelerator_memory = catalog.gpu_spec(ACCELERATOR_GPUS[procedure.accelerator]).memory_GB * 1e9 * processes
     per_host_ratio = plan.size / hosts / memory
     broken = _closed_rules(model, processes, hosts, plan.size, accelerator_memory)
     metrics = {

@@ -51,11 +51,10 @@ from collections.abc import Generator
 from typing import Literal
 
 import simpy
-from iowatt.models.ssd import SSDSpec, closed_loop
 from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.machine import GPURuntime
-from iowatt.simulator.storage import Access, Usage
+from iowatt.simulator.storage import Access, Drive, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -125,10 +124,24 @@ class GnnParams(BaseModel):
         return self.gpu_sms * self.blocks_per_sm
 
 
-def drive_iops(spec: SSDSpec, io_size: float, outstanding: float) -> float:
-    """Random-read IOPS one drive serves with `outstanding` requests in flight (models.ssd.closed_loop)."""
-    bps, _latency = closed_loop(spec, io_size, max(1.0, outstanding), 1.0, "rand")
-    return bps / io_size
+def page_reads(io_size: float, outstanding: float) -> Access:
+    """The feature-page reads one drive serves: random, `outstanding` in flight."""
+    return Access("read", io_size, "rand", max(1.0, outstanding))
+
+
+def flash_drives(drives: list[Drive], io_size: float) -> bool:
+    """BaM reads pages straight from SSD queues: every drive's random reads must run on flash units (its
+    concurrency law says so), as no hard disk's do."""
+    return bool(drives) and all(d.concurrency(page_reads(io_size, 1.0)).units for d in drives)
+
+
+def drive_iops(drive: Drive, io_size: float, outstanding: float) -> float:
+    """Random-read IOPS one drive serves with `outstanding` requests in flight: its concurrency law (the flash units
+    its power state lets work at once included, models.ssd.closed_loop's law otherwise), at most its ceiling 1 / S."""
+    access = page_reads(io_size, outstanding)
+    law = drive.concurrency(access)
+    rate = law.requests_per_second(access.queue_depth)
+    return rate if law.queue_seconds <= 0.0 else min(rate, 1.0 / law.queue_seconds)
 
 
 class _Phases:
@@ -201,7 +214,7 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     g = system.gpus[params.gpu]
     drives = system.volume.drives
-    if not drives or not all(isinstance(d.spec, SSDSpec) for d in drives):
+    if not flash_drives(drives, params.io_size):
         raise WorkloadConfigError("workload kind gnn reads features from local drives: expected system.storage with NVMe drives")
     n = len(drives)
     fetched_nodes = params.fetched_nodes_per_batch()
@@ -212,8 +225,8 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
     per_drive_outstanding = min(params.in_flight() / n, params.queues * params.queue_depth)
     # pages are striped evenly, so the slowest drive sets the pace: n x its closed-loop IOPS (concurrency law);
     # the GPU's issue ceiling; the drives' own ceilings and power caps are constraints of the engine
-    specs = [d.spec for d in drives if isinstance(d.spec, SSDSpec)]
-    slowest = min(drive_iops(spec, params.io_size, per_drive_outstanding) for spec in specs)
+    unique = system.volume.unique_drives
+    slowest = min(drive_iops(d, params.io_size, per_drive_outstanding) for d in unique)
     max_rate = min(n * slowest * params.io_size, params.gpu_max_iops * params.io_size)
     pages = Access("read", params.io_size, "rand", int(n * per_drive_outstanding))
     agg_usage = [*system.volume.usage(pages), (g.link_h2d, 1.0)]
@@ -234,7 +247,7 @@ def run(ctx: RunContext, params: GnnParams) -> WorkloadOutcome:
         "feature_bytes": params.feature_bytes,
         "dataset_feature_TB": params.nodes * params.feature_bytes / 1e12,
         "requests_in_flight_per_drive": per_drive_outstanding,
-        "drive_iops_closed_loop": [drive_iops(spec, params.io_size, per_drive_outstanding) for spec in specs],
+        "drive_iops_closed_loop": [drive_iops(d, params.io_size, per_drive_outstanding) for d in drives],
         "aggregation_rate_bound_Bps": max_rate,
     }
     return WorkloadOutcome(metrics, detail, {"ssd_read_iops_aggregation": "IOPS", "ssd_read_iops_per_drive_aggregation": "IOPS", "ssd_reads": "requests"})

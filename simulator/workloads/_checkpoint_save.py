@@ -1,0 +1,141 @@
+"""The checkpoint workload's plan (what each rank writes, how the checkpoints fill the volume) and its ranks' saves
+and restores through the host and the page cache (the model: simulator/workloads/checkpoint.py's docstring)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import simpy
+from iowatt.models import host_io
+from iowatt.simulator.storage import Access, Usage
+from iowatt.simulator.workloads import RunContext, WorkloadConfigError
+from iowatt.simulator.workloads._checkpoint_params import CheckpointParams
+
+# max-min weight of a writeback flow relative to a writer: small, so a writer below its dirty budget is not
+# slowed by the flusher (its bytes land in the page cache); the flusher gets the drive's spare rate
+WRITEBACK_WEIGHT = 1e-3
+
+
+def checkpoints_per_pass(params: CheckpointParams, capacity: float, size: float) -> int:
+    if params.checkpoints_per_pass is not None:
+        return params.checkpoints_per_pass
+    fits = math.floor(params.fill_target * capacity / size)
+    if fits < 1:
+        raise WorkloadConfigError(
+            f"workload.fill_target: one checkpoint of {size / 1e9:.0f} GB does not fit in "
+            f"{params.fill_target:.0%} of the volume's {capacity / 1e12:.2f} TB"
+        )
+    return fits
+
+
+def resident_bytes(params: CheckpointParams, parts: list[tuple[float, float]], memory: float) -> float:
+    if params.resident_memory is not None:
+        return params.resident_memory
+    kept = {"none": sum(w + o for w, o in parts), "weights": sum(o for _w, o in parts), "all": 0.0}[params.regenerate]
+    return min(kept, memory)
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """What each rank writes and how the checkpoints fill the volume (no simulation state)."""
+
+    parts: list[tuple[float, float]]  # (weight bytes, optimizer bytes) per rank
+    shards: list[float]               # bytes each rank writes per checkpoint
+    size: float                       # bytes of one checkpoint
+    per_pass: int                     # checkpoint slots before the oldest is overwritten
+    total: int                        # checkpoints saved
+    writers: int                      # ranks that write something
+    resident: float                   # bytes of host memory the benchmark holds
+    dirty_budget: float               # page-cache bytes all ranks may dirty before writeback throttles them
+
+    @classmethod
+    def build(cls, ctx: RunContext, params: CheckpointParams) -> ShardPlan:
+        system = ctx.system
+        if params.copy_from_gpu and not system.gpus:
+            raise WorkloadConfigError("workload.copy_from_gpu: expected GPUs in system.gpus, found gpus.count = 0")
+        try:
+            parts = params.shard_parts()
+        except ValueError as error:
+            raise WorkloadConfigError(f"workload.{error}") from None
+        shards = [w + o for w, o in parts]
+        size = sum(shards)
+        if params.passes is not None:
+            per_pass = checkpoints_per_pass(params, system.volume.capacity_bytes, size)
+            total = per_pass * params.passes
+        else:
+            per_pass = params.count
+            total = params.count
+        memory = system.config.server.memory
+        resident = resident_bytes(params, parts, memory)
+        dirty_budget = 0.0
+        if params.io_path == "buffered":
+            dirty_budget = host_io.dirty_buffer_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
+        writers = sum(1 for s in shards if s > 0)
+        return cls(parts, shards, size, per_pass, total, writers, resident, dirty_budget)
+
+
+class RankSaver:
+    """Each rank's save (optimizer state, then weights, through its core and the page cache) and restore."""
+
+    def __init__(self, ctx: RunContext, params: CheckpointParams, plan: ShardPlan) -> None:
+        self.ctx, self.params, self.plan = ctx, params, plan
+        system, engine = ctx.system, ctx.engine
+        # every rank streams its own file: sequential requests, one outstanding per rank (torch.save / torch.load)
+        self.read_usage = system.volume.usage(Access("read", params.block_size, "seq", max(1, plan.writers)))
+        # host side (models.host_io): reference-core-seconds per byte of each part, one core per rank
+        self.core_speed = system.host.cpu_spec.core_speed
+        save_GBps = params.save_GBps_per_rank or host_io.torch_save_GBps_per_core(system.host.cpu_spec)
+        save_cost = 1.0 / (save_GBps * 1e9)
+        made_cost = host_io.serial_seconds_per_byte(params.generate_GBps_per_rank * 1e9, save_GBps * 1e9)
+        self.weight_cost = made_cost if params.regenerate in ("weights", "all") else save_cost
+        self.optimizer_cost = made_cost if params.regenerate == "all" else save_cost
+        self.cores = [engine.constraint(f"ckpt.rank{r}.core", self.core_speed) for r in range(len(plan.parts))]
+        self.memory_passes = 3.0 if params.io_path == "buffered" else 2.0  # serializer writes, (page-cache copy), DMA reads
+        self.writeback: list[simpy.Event | None] = [None] * len(plan.parts)  # each rank's pending writeback of its last dirty bytes
+
+    def host_usage(self, rank: int, cost: float) -> Usage:
+        host, gpus = self.ctx.system.host, self.ctx.system.gpus
+        usage = [(self.cores[rank], cost), (host.cpu, cost / self.core_speed), (host.memory, self.memory_passes)]
+        if self.params.copy_from_gpu:
+            usage.append((gpus[rank % len(gpus)].link_d2h, 1.0))
+        return usage
+
+    def _drain(self, rank: int, amount: float, drive: Usage, absorbed: simpy.Event) -> Generator[simpy.Event, object, None]:
+        yield absorbed
+        # writers fill the page cache at their own pace while it has room; writeback takes what the drive has left
+        yield self.ctx.engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
+
+    def save(self, rank: int, drive: Usage) -> Generator[simpy.Event, object, None]:
+        env, engine, params, plan = self.ctx.env, self.ctx.engine, self.params, self.plan
+        part = plan.parts[rank]
+        phases = [(a, c) for a, c in ((part[1], self.optimizer_cost), (part[0], self.weight_cost)) if a > 0.0]
+        budget = plan.dirty_budget * plan.shards[rank] / plan.size  # this rank's share of the dirty pages
+        for amount, cost in phases:
+            pending = self.writeback[rank]
+            # the page cache has room for `tail` bytes unless this rank's earlier dirty bytes still hold it
+            tail = min(budget, amount) if pending is None or pending.processed else 0.0
+            flows = [engine.transfer(f"ckpt.rank{rank}", amount - tail, self.host_usage(rank, cost) + drive)] if amount > tail else []
+            if tail > 0.0:
+                # the tank fills while the drive writes: the rank's core is shared by the bytes that land in the
+                # page cache and the bytes the drive takes, so the cache fills at (host - drive) rate, as in the
+                # closed form (models.host_io.phased_write_seconds); the cached bytes are written back afterwards
+                absorb = engine.start(f"ckpt.rank{rank}.absorb", tail, self.host_usage(rank, cost))
+                self.writeback[rank] = env.process(self._drain(rank, tail, drive, absorb.done))
+                flows.append(absorb.done)
+            if flows:
+                yield simpy.AllOf(env, flows)
+        last = self.writeback[rank]
+        if params.fsync and last is not None and not last.processed:
+            yield last
+        if params.fsync_latency > 0.0:
+            yield env.timeout(params.fsync_latency)
+
+    def load(self, rank: int, amount: float) -> Generator[simpy.Event, object, None]:
+        system = self.ctx.system
+        usage = [(system.host.memory, 2.0), *self.read_usage]
+        if self.params.copy_from_gpu:
+            usage.append((system.gpus[rank % len(system.gpus)].link_h2d, 1.0))
+        yield self.ctx.engine.transfer(f"ckpt.rank{rank}.load", amount, usage)
+
