@@ -136,6 +136,10 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
         name = dotted(path)
         inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
         appliers.append(Applier(f"field:{name}", path, integer))
+    for path, spread, integer, value in _calibrated_inputs(scenario):
+        name = dotted(path)
+        inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
+        appliers.append(Applier(f"field:{name}", path, integer))
     for ref_path, kind, ref in _catalog_refs(scenario):
         for item, applier in _catalog_inputs(ref_path, kind, ref):
             inputs.append(item)
@@ -180,6 +184,26 @@ def _assumed_fields(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool,
             continue
         integer = isinstance(value, int) and not isinstance(value, bool)
         yield path, spread, integer, float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool, float]]:
+    """Inputs the scenario states with a calibrated provenance record (its `provenance` section) that carries the fit's
+    uncertainty: stated, but only as well as the fit knows them.  The same path in two scenarios (the fit's value in
+    every file that uses it) is one key, so both get the same draw."""
+    if not scenario.provenance:
+        return
+    data = scenario.model_dump(mode="json")
+    for text, prov in sorted(scenario.provenance.items()):
+        if prov.p != "calibrated":
+            continue
+        path = _parse_dotted(text)
+        value = get_at(data, path)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        spread = range_of(prov, float(value))
+        if spread is None or spread.low == spread.high:
+            continue  # a discrete choice (a layout, a stream count) or a fit without its standard error
+        yield path, spread, isinstance(value, int), float(value)
 
 
 def _catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:

@@ -56,7 +56,7 @@ from typing import Literal
 
 import simpy
 from iowatt.models import host_io
-from iowatt.models.uncertainty import assumed_field
+from iowatt.models.uncertainty import assumed_field, calibrated_field
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.storage import Access, FileWrite, Usage
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
@@ -116,8 +116,8 @@ class CheckpointParams(BaseModel):
         description="state the benchmark creates inside the timed save: 'weights' for DLIO's 2024 transformer "
         "checkpointing (layer tensors made in checkpoint() when ZeRO < 3), 'none' when tensors are made once before",
     )
-    generate_GBps_per_rank: float = Field(
-        default=host_io.DLIO_GENERATE_GBps_PER_CORE, gt=0,
+    generate_GBps_per_rank: float = calibrated_field(
+        host_io.DLIO_GENERATE_GBps_PER_CORE, host_io.PROVENANCE["DLIO_GENERATE_GBps_PER_CORE"], gt=0,
         description="GB/s one rank creates tensors at on a reference core (torch.randint int8, serial CPU kernel); "
         "calibrated to StorageReview's D7-PS1010 pass 1 (464 s), see models.host_io",
     )
