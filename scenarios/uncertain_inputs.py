@@ -52,6 +52,7 @@ class UncertainInput:
     integer: bool = False
     nominal: float | None = None  # the value a plain run uses (a user range's median; else the stated value)
     source: str = ""              # a catalog input's entry (two devices of a ratio share a path, not a value)
+    correlated: tuple[tuple[str, float], ...] = ()  # (another input's key, the correlation of their fit's log values)
 
     def nominal_quantile(self) -> float:
         """Where the plain run's value sits in the range (its CDF), 0.5 where it has none."""
@@ -140,7 +141,7 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
         name = dotted(path)
         inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
         appliers.append(Applier(f"field:{name}", path, integer))
-    for ref_path, kind, ref in _catalog_refs(scenario):
+    for ref_path, kind, ref in catalog_refs(scenario):
         for item, applier in _catalog_inputs(ref_path, kind, ref):
             inputs.append(item)
             appliers.append(applier)
@@ -151,6 +152,34 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
                                      nominal=declared[name].value))
     data = scenario.model_dump(mode="json", exclude_unset=True)
     return Subject(data, origin, tuple(appliers), names), inputs
+
+
+def correlate(items: list[UncertainInput], quantiles: Any) -> Any:
+    """Quantiles drawn independently (an n x k numpy array, one column per input) made into draws of inputs whose fit
+    correlated them: through normal scores, z' = z L^T with L the Cholesky factor of the inputs' correlation matrix
+    (a fit's covariance of log values: exact for the log-normal ranges a fit writes).  Columns of inputs without
+    correlations are returned as they were; a matrix the pruned pairs left indefinite has its negative eigenvalues
+    clipped (the nearest valid correlation in that sense)."""
+    import numpy as np
+
+    index = {item.key: i for i, item in enumerate(items)}
+    pairs = [(index[item.key], index[other], rho) for item in items for other, rho in item.correlated if other in index]
+    if not pairs:
+        return quantiles
+    from scipy.special import ndtr, ndtri
+
+    k = len(items)
+    corr = np.eye(k)
+    for i, j, rho in pairs:
+        corr[i, j] = corr[j, i] = rho
+    values, vectors = np.linalg.eigh(corr)
+    if values.min() <= 1e-9:
+        corr = vectors @ np.diag(np.clip(values, 1e-9, None)) @ vectors.T
+        d = np.sqrt(np.diag(corr))
+        corr = corr / np.outer(d, d)
+    lower = np.linalg.cholesky(corr)
+    z = ndtri(np.clip(np.asarray(quantiles, dtype=float), 1e-12, 1 - 1e-12))
+    return ndtr(z @ lower.T)
 
 
 def _parse_dotted(text: str) -> Path:
@@ -206,7 +235,7 @@ def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bo
         yield path, spread, isinstance(value, int), float(value)
 
 
-def _catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
+def catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
     """(path of the reference, catalog kind, the reference) of every catalog device the scenario names."""
     for model, name, value, path in _walk(scenario):
         if isinstance(model, ServerConfig) and name == "cpu":
@@ -240,7 +269,9 @@ def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[Uncer
         path = f"{dotted(ref_path)}.{field}"
         value = get_at(spec, parts)
         nominal = 1.0 if factor else float(value)  # a factor on a list/mapping leaves it as it is at 1
-        yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name),
+        together = tuple((f"catalog:{kind}:{entry.name}:{other}", rho) for other, rho in sorted(prov.correlation.items())
+                         if other not in given)
+        yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name, together),
                Applier(key, ref_path, integer, parts, base, spec[parts[0]], factor))
 
 
