@@ -152,3 +152,38 @@ def test_an_uncovered_row_names_its_known_missing_mechanism():
     assert miss_note(row) == f"{MISSING_MECHANISM}: the passes are equal (no overwrite cost)"
     plain = Measurement.model_validate({"id": "r", "scenario": "x.yaml", "metric": "m", "measured": 1.0})
     assert miss_note(plain) == MISSING_MECHANISM
+
+
+def _profile_with(tmp_path: Path, residuals: list[dict[str, float]]) -> Path:
+    """A profile written by calibration.profile from a synthetic fit, its residual rows replaced by hand-made ones."""
+    from iowatt.calibration import fit, profile
+
+    from tests.calibration_coverage import BASE, MANIFEST, draw_truth, measured_jobs, plan_jobs, quick
+
+    rng = np.random.default_rng(5)
+    jobs = plan_jobs(quick())
+    result = fit.fit(measured_jobs(draw_truth(rng, jobs, True), jobs, rng, True), BASE.spec)
+    document = profile.build("hand", BASE.name, "hand-bundle", MANIFEST, result, [], [j.id for j in jobs], 5, 0.0)
+    document["calibration"]["residuals"] = residuals
+    path = tmp_path / "hand.yaml"
+    path.write_text(profile.dump(document))
+    return path
+
+
+def test_advise_takes_the_noise_its_profiles_bundle_measured(tmp_path: Path):
+    """Pooled variance of the repeats (two jobs of 3 runs, 10 % and 20 %: sqrt((2 x 0.01 + 2 x 0.04) / 4) = 15.8 %), their
+    repeats, and the law's misfit beyond the means' noise (errors +-30 %: mean log error^2 0.0980 less the means'
+    variance 0.0083 leaves 29.9 %); a scenario on a catalog drive has none."""
+    from iowatt.scenarios.advise import bundle_noise
+
+    path = _profile_with(tmp_path, [{"runs": 3, "spread_pct": 10.0, "error_pct": 30.0},
+                                    {"runs": 3, "spread_pct": 20.0, "error_pct": -30.0}])
+    scenario = load({"name": "p", "seed": 1, "system": {"storage": {"kind": "local", "device": f"profile:{path}"}},
+                     "workload": {"kind": "fio", "name": "j", "rw": "randread", "bs": "16k", "iodepth": 4, "size": "16M",
+                                  "runtime": "2 s", "time_based": True}})
+    noise = bundle_noise(scenario)
+    assert noise is not None and noise.repeat == 3
+    assert noise.per_run == pytest.approx(math.sqrt(0.025), rel=1e-9)
+    expected_misfit = math.sqrt((math.log(1.3) ** 2 + math.log(0.7) ** 2) / 2 - (0.01 / 3 + 0.04 / 3) / 2)
+    assert noise.misfit == pytest.approx(expected_misfit, rel=1e-9)
+    assert bundle_noise(load("amax/fio_5210")) is None
