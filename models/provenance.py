@@ -48,13 +48,19 @@ class Provenance(BaseModel):
     range_note: str = ""
     stderr: float | None = None  # a calibrated value's standard error from its fit, in the value's units
     # a calibrated value's correlation with the other fields its fit fitted (same entry), from the fit's covariance of
-    # log values: {field: rho}; a sampler draws the fields together (correlated normals in log space)
-    correlation: dict[str, float] = {}
+    # log values, written {field: rho} and kept as sorted (field, rho) pairs (a record stays hashable); a sampler draws
+    # the fields together (correlated normals in log space)
+    correlation: tuple[tuple[str, float], ...] = ()
 
     @field_validator("fitted_on", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("correlation", mode="before")
+    @classmethod
+    def _pairs(cls, value: object) -> object:
+        return tuple(sorted(value.items())) if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _explained(self) -> Provenance:
@@ -77,7 +83,7 @@ class Provenance(BaseModel):
                 raise ValueError("a range must give the evidence for its ends in `range_note`")
         if self.stderr is not None and (self.p != "calibrated" or not math.isfinite(self.stderr) or self.stderr < 0):
             raise ValueError("only a calibrated value has `stderr`, a finite number >= 0")
-        if self.correlation and (self.p != "calibrated" or any(not -1.0 <= r <= 1.0 for r in self.correlation.values())):
+        if self.correlation and (self.p != "calibrated" or any(not -1.0 <= r <= 1.0 for _, r in self.correlation)):
             raise ValueError("only a calibrated value has `correlation`, each a number from -1 to 1")
         return self
 

@@ -269,7 +269,7 @@ def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[Uncer
         path = f"{dotted(ref_path)}.{field}"
         value = get_at(spec, parts)
         nominal = 1.0 if factor else float(value)  # a factor on a list/mapping leaves it as it is at 1
-        together = tuple((f"catalog:{kind}:{entry.name}:{other}", rho) for other, rho in sorted(prov.correlation.items())
+        together = tuple((f"catalog:{kind}:{entry.name}:{other}", rho) for other, rho in prov.correlation
                          if other not in given)
         yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name, together),
                Applier(key, ref_path, integer, parts, base, spec[parts[0]], factor))
