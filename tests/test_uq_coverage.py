@@ -187,3 +187,17 @@ def test_advise_takes_the_noise_its_profiles_bundle_measured(tmp_path: Path):
     expected_misfit = math.sqrt((math.log(1.3) ** 2 + math.log(0.7) ** 2) / 2 - (0.01 / 3 + 0.04 / 3) / 2)
     assert noise.misfit == pytest.approx(expected_misfit, rel=1e-9)
     assert bundle_noise(load("amax/fio_5210")) is None
+
+
+def test_a_profiles_fitted_fields_reach_the_sampler_with_their_correlations(tmp_path: Path):
+    """The fit's covariance (calibration.leastsq) -> the profile's `correlation` -> the sampler's inputs: every pair
+    named from both sides with one coefficient (a correlation matrix is symmetric), each within [-1, 1]."""
+    path = _profile_with(tmp_path, [{"runs": 3, "spread_pct": 10.0, "error_pct": 0.0}])
+    scenario = load({"name": "p", "seed": 1, "system": {"storage": {"kind": "local", "device": f"profile:{path}"}},
+                     "workload": {"kind": "fio", "name": "j", "rw": "randread", "bs": "16k", "iodepth": 4, "size": "16M",
+                                  "runtime": "2 s", "time_based": True}})
+    _, inputs = subject_of(scenario, "p", set())
+    pairs = {(i.key, other): rho for i in inputs for other, rho in i.correlated}
+    assert pairs, "no fitted field carried a correlation"
+    for (a, b), rho in pairs.items():
+        assert pairs[(b, a)] == rho and -1.0 <= rho <= 1.0
