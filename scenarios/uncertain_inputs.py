@@ -15,16 +15,14 @@ draw (common random numbers).  Its `path` is what a user sets or measures (`syst
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 from iowatt.models import catalog
 from iowatt.models.provenance import Provenance
 from iowatt.models.ssd import SSDSpec
-from iowatt.models.uncertainty import Range, declared_constants, field_range, range_of
+from iowatt.models.uncertainty import Range, declared_constants, field_range, point_quantile, range_of
 from iowatt.scenarios.ranges import Path, dotted, get_at, set_at
 from iowatt.scenarios.schema import ScenarioBase
 from iowatt.simulator.machine import GPUConfig, ServerConfig
@@ -56,17 +54,7 @@ class UncertainInput:
 
     def nominal_quantile(self) -> float:
         """Where the plain run's value sits in the range (its CDF), 0.5 where it has none."""
-        r, v = self.range, self.nominal
-        if v is None or r.high <= r.low:
-            return 0.5
-        if r.shape == "uniform":
-            u = (v - r.low) / (r.high - r.low)
-        elif r.shape == "log-uniform":
-            u = math.log(v / r.low) / math.log(r.high / r.low) if v > 0 else 0.0
-        else:
-            centre, half = (r.low + r.high) / 2, (r.high - r.low) / 2
-            u = NormalDist(centre, half / NormalDist().inv_cdf(0.95)).cdf(v)
-        return min(max(u, 0.0), 1.0)
+        return 0.5 if self.nominal is None else point_quantile(self.nominal, self.range)
 
 
 @dataclass(frozen=True)
