@@ -7,7 +7,8 @@ cost wins.
 Residual of job i: log(predicted_i / measured_i) / sigma_i, sigma_i = sqrt(spread_i^2 + floor^2),
 with spread_i the job's run-to-run relative spread, so noisy jobs weigh less.
 Parameters are fitted in log space; standard errors come from the Jacobian,
-cov = (J^T J)^-1 s^2 with s^2 = sum(r^2) / (m - p), and are reported
+cov = (J^T J)^-1 s^2 with s^2 = sum(r^2) / (m - p), s no smaller than the
+repeats' own noise implies (noise_floor), and are reported
 relative (a log-space standard error is a relative one).  A parameter no
 training job depends on (its Jacobian column is zero: e.g. the IOPS ceiling
 when every job ran at QD1) is not informed and keeps the base device's value.
@@ -51,6 +52,7 @@ class FitResult:
     costs: dict[str, float] = field(default_factory=dict)  # weighted cost with writes "buffered" / "queueing"
     power: dict[str, Any] = field(default_factory=dict)
     bounded: dict[str, str] = field(default_factory=dict)  # field -> the bound the jobs set on it (value from the jobs)
+    correlation: dict[str, dict[str, float]] = field(default_factory=dict)  # fitted fields' log-value correlations
 
 
 def pooled_spread(jobs: list[Job]) -> float:
@@ -67,9 +69,22 @@ def sigma(job: Job, pooled: float = 0.0) -> float:
     so the job's variance is shrunk toward the pooled variance as if the pool
     were PRIOR_DOF extra runs (moderated variance, Smyth, Stat. Appl. Genet.
     Mol. Biol. 3(1), 2004); SPREAD_FLOOR keeps any job from dominating."""
+    return math.sqrt(_moderated(job, pooled) + SPREAD_FLOOR**2)
+
+
+def _moderated(job: Job, pooled: float) -> float:
+    """The job's per-run relative variance, shrunk toward the pooled one (sigma)."""
     k = max(job.runs - 1, 0)
-    moderated = (k * job.spread**2 + PRIOR_DOF * pooled**2) / (k + PRIOR_DOF)
-    return math.sqrt(moderated + SPREAD_FLOOR**2)
+    return (k * job.spread**2 + PRIOR_DOF * pooled**2) / (k + PRIOR_DOF)
+
+
+def noise_floor(jobs: list[Job], pooled: float) -> float:
+    """The weighted residuals' root mean square were the law exact: a job's mean over its runs varies by its per-run
+    variance / runs, weighed by 1 / sigma^2.  A fit's residual scale below this is luck of few residuals, not knowledge
+    (calibration.leastsq.fit_log takes the larger)."""
+    if not jobs:
+        return 0.0
+    return math.sqrt(sum(_moderated(j, pooled) / max(j.runs, 1) / sigma(j, pooled) ** 2 for j in jobs) / len(jobs))
 
 
 def _initial(base: dict[str, float], jobs: list[Job], direction: str) -> dict[str, float]:
@@ -143,7 +158,8 @@ def _fit_one(jobs: list[Job], base: SSDSpec, loss: str, writes_queue: bool) -> F
         return (predicted - measured) * weights
 
     base_floats = {k: float(base_values[k]) for k in ALL_FIELDS}
-    solved = fit_log(residuals, values, free, base_floats, len(jobs), loss, starts=EXTRA_STARTS)
+    solved = fit_log(residuals, values, free, base_floats, len(jobs), loss, starts=EXTRA_STARTS,
+                     noise_floor=noise_floor(jobs, pooled))
     values = solved.values
     for n in solved.dead:
         not_informed[n] = "no training job is limited by it (its Jacobian column is zero)"
@@ -162,6 +178,7 @@ def _fit_one(jobs: list[Job], base: SSDSpec, loss: str, writes_queue: bool) -> F
         spec=spec,
         writes_queue=writes_queue,
         bounded=bounded,
+        correlation=solved.correlation,
     )
 
 

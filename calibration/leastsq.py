@@ -15,15 +15,17 @@ remove.  A caller may ask for more starts: deterministic Halton points within
 a factor e of its own start, the least cost kept.  On drives the law itself
 made (tests/test_calibration_fit.py) one start reproduced 142 of 150, nine
 starts all 150.  Standard errors come from the
-Jacobian, cov = (J^T J)^-1 s^2 with s^2 = 2 cost / (m - p), and are relative
-(a log-space standard error is a relative one).
+Jacobian, cov = (J^T J)^-1 s^2 with s^2 = 2 cost / (m - p), s no smaller than the
+scale the measurements' own repeats imply (`noise_floor`), and are relative
+(a log-space standard error is a relative one); the same covariance gives the
+parameters' correlations, which a profile keeps so a sampler draws them together.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import OptimizeResult, least_squares
@@ -46,12 +48,18 @@ class LogFit:
     cost: float
     dof: int
     s: float                        # residual scale (1 when the weights are the noise)
+    # correlation of the informed parameters' log values, from the same covariance: name -> {other name: rho}
+    correlation: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def fit_log(residuals: Callable[[dict[str, float]], np.ndarray], start: dict[str, float], free: list[str],
-            base: dict[str, float], measurements: int, loss: str = "soft_l1", starts: int = 0) -> LogFit:
+            base: dict[str, float], measurements: int, loss: str = "soft_l1", starts: int = 0,
+            noise_floor: float = 0.0) -> LogFit:
     """Fit the `free` parameters of `start` (the rest stay fixed) so that `residuals(values)` is least;
-    `starts` more runs begin at Halton points within a factor e of `start` (module docstring), the least kept."""
+    `starts` more runs begin at Halton points within a factor e of `start` (module docstring), the least kept.
+    `noise_floor`: the residual scale the measurements' own noise implies (the weighted residuals' expected root mean
+    square were the law exact); the covariance uses max(s, noise_floor), so a fit whose few residuals happen to be
+    small does not claim more than the repeats measured."""
     names = list(free)
     values, result = _solve(residuals, dict(start), names, loss)
     for point in _halton_starts(start, names, starts):
@@ -87,11 +95,26 @@ def fit_log(residuals: Callable[[dict[str, float]], np.ndarray], start: dict[str
     dof = max(measurements - p, 0)
     s2 = 2 * cost / dof if dof > 0 else float("nan")
     rel_stderr: dict[str, float] = {}
+    correlation: dict[str, dict[str, float]] = {}
     if names and result is not None:
-        cov = np.linalg.pinv(result.jac.T @ result.jac) * s2
+        scale2 = max(s2, noise_floor**2) if math.isfinite(s2) else s2
+        cov = np.linalg.pinv(result.jac.T @ result.jac) * scale2
         for i, n in enumerate(names):
             rel_stderr[n] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 and math.isfinite(cov[i, i]) else float("nan")
-    return LogFit(values, names, dead, bounded, rel_stderr, cost, dof, math.sqrt(s2) if math.isfinite(s2) else float("nan"))
+        correlation = _correlation(cov, names)
+    return LogFit(values, names, dead, bounded, rel_stderr, cost, dof, math.sqrt(s2) if math.isfinite(s2) else float("nan"),
+                  correlation)
+
+
+def _correlation(cov: np.ndarray, names: list[str]) -> dict[str, dict[str, float]]:
+    """Each pair's correlation from a covariance (pairs where either variance is zero or not finite are left out)."""
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    out: dict[str, dict[str, float]] = {}
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            if i != j and sd[i] > 0 and sd[j] > 0 and math.isfinite(float(cov[i, j])):
+                out.setdefault(a, {})[b] = float(np.clip(cov[i, j] / (sd[i] * sd[j]), -1.0, 1.0))
+    return out
 
 
 def _solve(residuals: Callable[[dict[str, float]], np.ndarray], values: dict[str, float], names: list[str],

@@ -9,7 +9,8 @@ calibrated values must name their source (`src`: a publication or a trace
 bundle); assumed values must give the reasoning (`note`) and the plausible
 range of the value (`low`, `high`, `shape`, with the evidence for each end in
 `range_note`; models.uncertainty reads it).  Any value may carry a range; a
-calibrated value may carry the fit's standard error (`stderr`) instead.  A calibrated value
+calibrated value may carry the fit's standard error (`stderr`) instead, and its
+correlation with the entry's other fitted fields (`correlation: {field: rho}`).  A calibrated value
 also names what it was fitted on (`fitted_on`: ids of rows of a validation
 table, e.g. `amax.fio.hdd.iops`, or the path of a trace bundle), so a
 validation run can tell the rows a value was fitted on from the rows it
@@ -29,7 +30,7 @@ KINDS: tuple[str, ...] = ("datasheet", "measured", "calibrated", "assumed")
 # uniform and log-uniform: low and high are the ends; normal and log-normal: low and high are the 5 % and 95 % quantiles
 # (log-normal: a fit in log space, calibration.leastsq, whose relative standard error is a log-space one)
 Shape = Literal["uniform", "log-uniform", "normal", "log-normal"]
-RANGE_KEYS: tuple[str, ...] = ("low", "high", "shape", "range_note", "stderr")
+RANGE_KEYS: tuple[str, ...] = ("low", "high", "shape", "range_note", "stderr", "correlation")
 
 
 class Provenance(BaseModel):
@@ -46,11 +47,20 @@ class Provenance(BaseModel):
     shape: Shape = "uniform"
     range_note: str = ""
     stderr: float | None = None  # a calibrated value's standard error from its fit, in the value's units
+    # a calibrated value's correlation with the other fields its fit fitted (same entry), from the fit's covariance of
+    # log values, written {field: rho} and kept as sorted (field, rho) pairs (a record stays hashable); a sampler draws
+    # the fields together (correlated normals in log space)
+    correlation: tuple[tuple[str, float], ...] = ()
 
     @field_validator("fitted_on", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("correlation", mode="before")
+    @classmethod
+    def _pairs(cls, value: object) -> object:
+        return tuple(sorted(value.items())) if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _explained(self) -> Provenance:
@@ -73,6 +83,8 @@ class Provenance(BaseModel):
                 raise ValueError("a range must give the evidence for its ends in `range_note`")
         if self.stderr is not None and (self.p != "calibrated" or not math.isfinite(self.stderr) or self.stderr < 0):
             raise ValueError("only a calibrated value has `stderr`, a finite number >= 0")
+        if self.correlation and (self.p != "calibrated" or any(not -1.0 <= r <= 1.0 for _, r in self.correlation)):
+            raise ValueError("only a calibrated value has `correlation`, each a number from -1 to 1")
         return self
 
     @property

@@ -23,10 +23,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from statistics import NormalDist
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from iowatt.models.provenance import Provenance, Shape
 from pydantic import Field
+
+# What an assumed field's default is (assumed_field): the range's median, a setting a user who states nothing runs, or
+# the note's own best estimate
+Point = Literal["median", "documented default", "estimate"]
 
 # z of the 95 % quantile: a normal range's low and high are its 5 % and 95 % quantiles
 _Z90 = NormalDist().inv_cdf(0.95)
@@ -194,26 +198,92 @@ class AssumedRange:
     shape: Shape
     note: str
     range_note: str
+    point: Point = "median"
+    default: float | None = None
 
     def __call__(self, schema: dict[str, Any]) -> None:
         told = schema.get("description", "")
-        schema["description"] = f"{told} (assumed where unset: plausible {self.low:g}..{self.high:g}, {self.shape})".lstrip()
+        used = "" if self.point == "median" else f"; a plain run uses {self.point} {self.default:g}, the range's median is {self.range.median:.3g}"
+        schema["description"] = f"{told} (assumed where unset: plausible {self.low:g}..{self.high:g}, {self.shape}{used})".lstrip()
 
     @property
     def range(self) -> Range:
         return Range(float(self.low), float(self.high), self.shape, self.range_note)
 
 
+def point_quantile(value: float, spread: Range) -> float:
+    """Where a value sits in a range (its CDF there), 0.5 for an empty range."""
+    if spread.high <= spread.low:
+        return 0.5
+    if spread.shape == "uniform":
+        u = (value - spread.low) / (spread.high - spread.low)
+    elif spread.shape == "log-uniform":
+        u = math.log(value / spread.low) / math.log(spread.high / spread.low) if value > 0 else 0.0
+    else:
+        low, high = (math.log(spread.low), math.log(spread.high)) if spread.shape == "log-normal" else (spread.low, spread.high)
+        x = math.log(value) if spread.shape == "log-normal" and value > 0 else value
+        u = NormalDist((low + high) / 2, (high - low) / 2 / _Z90).cdf(x)
+    return min(max(u, 0.0), 1.0)
+
+
+# A default "is" its range's median when it lies between the range's 40 % and 60 % quantiles: a whole-number field
+# (1..6 threads) cannot sit on a median of 2.45, and a tenth of the range's probability either side is well inside the
+# spread a sampler resolves with the 8-32 base points it draws.
+MEDIAN_BAND = (0.4, 0.6)
+
+
 def assumed_field(default: float, *, low: float, high: float, note: str, range_note: str, shape: Shape = "uniform",
-                  **field_kwargs: Any) -> Any:
+                  point: Point = "median", **field_kwargs: Any) -> Any:
     """A pydantic Field whose default stands for a value the study or user did not state: the sampler draws it from
-    its range where the scenario leaves it unset (`model_fields_set`), and keeps it where the scenario sets it."""
-    Range(low, high, shape, range_note)  # refuse a malformed range at import
+    its range where the scenario leaves it unset (`model_fields_set`), and keeps it where the scenario sets it.
+
+    `point` says what the default (the plain run's value) is: the range's `median`, checked here; a `documented
+    default` (an OS's or vendor's setting a user who states nothing runs, e.g. rpc.nfsd's 8 threads) or the note's
+    own `estimate`, each inside the range, stated in the schema and in the sampler's output."""
+    spread = Range(low, high, shape, range_note)  # refuse a malformed range at import
     if not note.strip() or not range_note.strip():
         raise ValueError("an assumed field needs its reasoning (note) and its range's evidence (range_note)")
-    return Field(default, json_schema_extra=AssumedRange(low, high, shape, note, range_note), **field_kwargs)
+    if not low <= default <= high:
+        raise ValueError(f"an assumed field's default must lie inside its range, found {default} outside {low:g}..{high:g}")
+    if point == "median" and not MEDIAN_BAND[0] <= point_quantile(default, spread) <= MEDIAN_BAND[1]:
+        raise ValueError(f"an assumed field's default {default:g} is not its range's median ({spread.median:.3g}, "
+                         f"{low:g}..{high:g} {shape}): make it the median, or say it is a documented default or an estimate "
+                         "(point=...) and why in its note")
+    extra = AssumedRange(low, high, shape, note, range_note, point, float(default))
+    return Field(default, json_schema_extra=extra, **field_kwargs)
+
+
+@dataclass(frozen=True)
+class FittedRange:
+    """What `calibrated_field` puts in a field's json_schema_extra: the fitted default's provenance, whose range is the
+    fit's (its `low`/`high` or `stderr`, models.uncertainty.range_of)."""
+
+    prov: Provenance
+    value: float
+
+    def __call__(self, schema: dict[str, Any]) -> None:
+        spread = self.range
+        told = schema.get("description", "")
+        schema["description"] = f"{told} (calibrated where unset: the fit's 90 % interval {spread.low:.4g}..{spread.high:.4g})".lstrip()
+
+    @property
+    def range(self) -> Range:
+        spread = range_of(self.prov, self.value)
+        if spread is None:
+            raise ValueError("a calibrated field needs its fit's standard error or range")
+        return spread
+
+
+def calibrated_field(default: float, prov: Provenance, **field_kwargs: Any) -> Any:
+    """A pydantic Field whose default was fitted (a calibrated provenance record with its fit's stderr or range): the
+    sampler draws it from the fit's range where the scenario leaves it unset, as it draws an `assumed_field`."""
+    if prov.p != "calibrated":
+        raise ValueError(f"a calibrated field needs a calibrated provenance record, found p={prov.p}")
+    if range_of(prov, float(default)) is None:  # refuse, at import, a fitted default without its fit's uncertainty
+        raise ValueError("a calibrated field needs its fit's standard error or range in its provenance record")
+    return Field(default, json_schema_extra=FittedRange(prov, float(default)), **field_kwargs)
 
 
 def field_range(json_schema_extra: object) -> Range | None:
-    """The range an `assumed_field` declared (pass the FieldInfo's json_schema_extra), or None."""
-    return json_schema_extra.range if isinstance(json_schema_extra, AssumedRange) else None
+    """The range an `assumed_field` or a `calibrated_field` declared (pass the FieldInfo's json_schema_extra), or None."""
+    return json_schema_extra.range if isinstance(json_schema_extra, AssumedRange | FittedRange) else None

@@ -8,7 +8,9 @@
    candidate and the target are run with every kept unknown at its 5 % and 95 % quantile (the sampler's screening
    points): the slopes of log(bandwidth) and log(target) per standardised unknown (calibration.experiment).
 3. calibration.experiment.greedy picks the jobs in order of expected variance reduction, given each job's
-   measurement noise (its run-to-run spread over its repeats), and the expected interval after each.
+   measurement noise (its run-to-run spread over its repeats, and the law's misfit beyond it: as the profile's own
+   bundle measured them where the scenario runs on a calibrated profile, bundle_noise), and the expected interval
+   after each.
 
 The jobs are fio jobs run where the scenario's workload runs (the NFS or cluster client, the host of a local drive),
 measured with `iowatt collect fio --plan JOBS.fio` and fitted with `iowatt calibrate`.
@@ -55,6 +57,53 @@ class Step:
     interval_after: Interval  # the target's expected interval after this job and the ones before it
 
 
+@dataclass(frozen=True)
+class Noise:
+    """How well one fio job's mean informs the unknowns, as calibrate will weigh it: its runs' relative spread over
+    `repeat` runs, and the law's own misfit on such jobs (what the residuals of a fit show beyond that spread)."""
+
+    per_run: float
+    repeat: int
+    misfit: float = 0.0
+    source: str = "assumed (--noise)"
+
+    @property
+    def of_mean(self) -> float:
+        return math.sqrt(self.per_run**2 / self.repeat + self.misfit**2)
+
+
+def bundle_noise(scenario: ScenarioBase) -> Noise | None:
+    """The noise measured by the bundle behind the scenario's calibrated profile (`device: profile:PATH`): the
+    run-to-run spread of its jobs' repeats, pooled by their degrees of freedom (calibration.fit.pooled_spread), the
+    repeats it ran, and the misfit its residuals show beyond that spread.  None where no device is a profile."""
+    import statistics
+    from pathlib import Path
+
+    from iowatt.calibration.profile import ProfileError, load
+    from iowatt.models.catalog import PROFILE_PREFIX
+    from iowatt.scenarios.uncertain_inputs import catalog_refs
+
+    for _, _, ref in catalog_refs(scenario):
+        name = ref.get("base") if isinstance(ref, dict) else ref
+        if not isinstance(name, str) or not name.startswith(PROFILE_PREFIX):
+            continue
+        try:
+            calibration = load(Path(name.removeprefix(PROFILE_PREFIX)))[1]
+        except ProfileError:
+            continue
+        rows = [r for r in calibration.get("residuals") or [] if r.get("runs", 0) >= 1]
+        repeated = [r for r in rows if r["runs"] > 1]
+        if not repeated:
+            continue
+        dof = sum(r["runs"] - 1 for r in repeated)
+        per_run = math.sqrt(sum((r["runs"] - 1) * (r["spread_pct"] / 100) ** 2 for r in repeated) / dof)
+        of_means = statistics.fmean((r["spread_pct"] / 100) ** 2 / r["runs"] for r in rows)
+        errors = statistics.fmean(math.log1p(r["error_pct"] / 100) ** 2 for r in rows)
+        return Noise(per_run, round(statistics.median(r["runs"] for r in rows)), math.sqrt(max(errors - of_means, 0.0)),
+                     f"measured: {len(rows)} jobs of {name}'s bundle")
+    return None
+
+
 @dataclass
 class Advice:
     scenario: str
@@ -65,6 +114,8 @@ class Advice:
     noise: float
     repeat: int
     unmeasurable: list[str] = field(default_factory=list)  # dominant unknowns no candidate fio job moves
+    misfit: float = 0.0
+    noise_source: str = "assumed (--noise)"
 
     def as_dict(self) -> dict[str, Any]:
         def rng(r: Range) -> dict[str, Any]:
@@ -78,7 +129,8 @@ class Advice:
                       "numjobs": s.job.numjobs, "unknown": s.unknown, "range": rng(s.range), "share": s.share,
                       "interval_after": s.interval_after.as_dict(),
                       "relative_half_width_after": s.interval_after.relative_half_width()} for n, s in enumerate(self.steps)],
-            "noise": self.noise, "repeat": self.repeat, "unmeasurable": self.unmeasurable,
+            "noise": self.noise, "repeat": self.repeat, "misfit": self.misfit, "noise_source": self.noise_source,
+            "unmeasurable": self.unmeasurable,
         }
 
 
@@ -115,8 +167,15 @@ def _widest(metrics: dict[str, Interval], named: str | None) -> str:
 
 
 def advise(scenario: ScenarioBase, settings: Settings, executor: Executor, *, metric: str | None = None, max_jobs: int = 4,
-           noise: float = 0.10, repeat: int = 3, origin: str = "scenario") -> Advice:
-    """The jobs to run, in order, with the expected interval after each (module docstring)."""
+           noise: float | None = None, repeat: int | None = None, origin: str = "scenario") -> Advice:
+    """The jobs to run, in order, with the expected interval after each (module docstring).  `noise` (a job's per-run
+    relative spread) and `repeat`: as given, else as the profile's bundle measured them (bundle_noise), else 0.10 and
+    3 (a shared machine's typical spread, `collect fio --repeat 3`)."""
+    measured = bundle_noise(scenario)
+    how = Noise(noise if noise is not None else measured.per_run if measured else 0.10,
+                repeat if repeat is not None else measured.repeat if measured else 3,
+                measured.misfit if measured else 0.0,
+                measured.source if measured and noise is None else "assumed (--noise)" if noise is not None else "assumed (default)")
     from iowatt.scenarios.run import run_scenario
     from iowatt.scenarios.uncertain_inputs import subject_of
 
@@ -147,7 +206,7 @@ def advise(scenario: ScenarioBase, settings: Settings, executor: Executor, *, me
     linear = h**2 / float(h @ h) if float(h @ h) > 0 else np.zeros(len(kept))
     unknowns = sorted((Unknown(item.path, item.range, shares.get(item.path, float(linear[i]))) for i, item in enumerate(kept)),
                       key=lambda u: -u.share)
-    picks = greedy(h, g, np.full(len(jobs), noise / math.sqrt(repeat)), max_jobs)
+    picks = greedy(h, g, np.full(len(jobs), how.of_mean), max_jobs)
     prior = float(h @ h)
     steps = []
     for pick in picks:
@@ -158,4 +217,4 @@ def advise(scenario: ScenarioBase, settings: Settings, executor: Executor, *, me
         steps.append(Step(jobs[pick.candidate], item.path, item.range, shares.get(item.path, float(linear[pick.unknown])), after))
     moved = {kept[i].path for i in range(len(kept)) if np.any(np.abs(g[:, i]) > 1e-9)} if len(jobs) else set()
     unmeasurable = [u.path for u in unknowns if u.share >= 0.05 and u.path not in moved]
-    return Advice(origin, target, interval, unknowns, steps, noise, repeat, unmeasurable)
+    return Advice(origin, target, interval, unknowns, steps, how.per_run, how.repeat, unmeasurable, how.misfit, how.source)

@@ -26,7 +26,7 @@ def load_prices(path: Path = PRICES_FILE) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, fields in (raw.get("entries") or {}).items():
         try:
-            plain, record = unwrap(dict(fields))
+            plain, record = unwrap(dict(fields), ranged=True)  # an assumed price carries its range
             price = float(plain["usd_per_TB"])
         except (KeyError, TypeError, ValueError) as error:
             raise ScenarioError(f"{path.name}: entry {name!r}: expected usd_per_TB: {{v, p, src|note}} and date; {error}") from None

@@ -15,15 +15,13 @@ draw (common random numbers).  Its `path` is what a user sets or measures (`syst
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 from iowatt.models import catalog
 from iowatt.models.provenance import Provenance
-from iowatt.models.uncertainty import Range, declared_constants, field_range, range_of
+from iowatt.models.uncertainty import Range, declared_constants, field_range, point_quantile, range_of
 from iowatt.scenarios.ranges import Path, dotted, get_at, set_at
 from iowatt.scenarios.schema import ScenarioBase
 from iowatt.simulator.machine import GPUConfig, ServerConfig
@@ -51,20 +49,11 @@ class UncertainInput:
     integer: bool = False
     nominal: float | None = None  # the value a plain run uses (a user range's median; else the stated value)
     source: str = ""              # a catalog input's entry (two devices of a ratio share a path, not a value)
+    correlated: tuple[tuple[str, float], ...] = ()  # (another input's key, the correlation of their fit's log values)
 
     def nominal_quantile(self) -> float:
         """Where the plain run's value sits in the range (its CDF), 0.5 where it has none."""
-        r, v = self.range, self.nominal
-        if v is None or r.high <= r.low:
-            return 0.5
-        if r.shape == "uniform":
-            u = (v - r.low) / (r.high - r.low)
-        elif r.shape == "log-uniform":
-            u = math.log(v / r.low) / math.log(r.high / r.low) if v > 0 else 0.0
-        else:
-            centre, half = (r.low + r.high) / 2, (r.high - r.low) / 2
-            u = NormalDist(centre, half / NormalDist().inv_cdf(0.95)).cdf(v)
-        return min(max(u, 0.0), 1.0)
+        return 0.5 if self.nominal is None else point_quantile(self.nominal, self.range)
 
 
 @dataclass(frozen=True)
@@ -135,7 +124,11 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
         name = dotted(path)
         inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
         appliers.append(Applier(f"field:{name}", path, integer))
-    for ref_path, kind, ref in _catalog_refs(scenario):
+    for path, spread, integer, value in _calibrated_inputs(scenario):
+        name = dotted(path)
+        inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
+        appliers.append(Applier(f"field:{name}", path, integer))
+    for ref_path, kind, ref in catalog_refs(scenario):
         for item, applier in _catalog_inputs(ref_path, kind, ref):
             inputs.append(item)
             appliers.append(applier)
@@ -146,6 +139,34 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
                                      nominal=declared[name].value))
     data = scenario.model_dump(mode="json", exclude_unset=True)
     return Subject(data, origin, tuple(appliers), names), inputs
+
+
+def correlate(items: list[UncertainInput], quantiles: Any) -> Any:
+    """Quantiles drawn independently (an n x k numpy array, one column per input) made into draws of inputs whose fit
+    correlated them: through normal scores, z' = z L^T with L the Cholesky factor of the inputs' correlation matrix
+    (a fit's covariance of log values: exact for the log-normal ranges a fit writes).  Columns of inputs without
+    correlations are returned as they were; a matrix the pruned pairs left indefinite has its negative eigenvalues
+    clipped (the nearest valid correlation in that sense)."""
+    import numpy as np
+
+    index = {item.key: i for i, item in enumerate(items)}
+    pairs = [(index[item.key], index[other], rho) for item in items for other, rho in item.correlated if other in index]
+    if not pairs:
+        return quantiles
+    from scipy.special import ndtr, ndtri
+
+    k = len(items)
+    corr = np.eye(k)
+    for i, j, rho in pairs:
+        corr[i, j] = corr[j, i] = rho
+    values, vectors = np.linalg.eigh(corr)
+    if values.min() <= 1e-9:
+        corr = vectors @ np.diag(np.clip(values, 1e-9, None)) @ vectors.T
+        d = np.sqrt(np.diag(corr))
+        corr = corr / np.outer(d, d)
+    lower = np.linalg.cholesky(corr)
+    z = ndtri(np.clip(np.asarray(quantiles, dtype=float), 1e-12, 1 - 1e-12))
+    return ndtr(z @ lower.T)
 
 
 def _parse_dotted(text: str) -> Path:
@@ -181,7 +202,27 @@ def _assumed_fields(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool,
         yield path, spread, integer, float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
+def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool, float]]:
+    """Inputs the scenario states with a calibrated provenance record (its `provenance` section) that carries the fit's
+    uncertainty: stated, but only as well as the fit knows them.  The same path in two scenarios (the fit's value in
+    every file that uses it) is one key, so both get the same draw."""
+    if not scenario.provenance:
+        return
+    data = scenario.model_dump(mode="json")
+    for text, prov in sorted(scenario.provenance.items()):
+        if prov.p != "calibrated":
+            continue
+        path = _parse_dotted(text)
+        value = get_at(data, path)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        spread = range_of(prov, float(value))
+        if spread is None or spread.low == spread.high:
+            continue  # a discrete choice (a layout, a stream count) or a fit without its standard error
+        yield path, spread, isinstance(value, int), float(value)
+
+
+def catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
     """(path of the reference, catalog kind, the reference) of every catalog device the scenario names."""
     for model, name, value, path in _walk(scenario):
         if isinstance(model, ServerConfig) and name == "cpu":
@@ -215,7 +256,9 @@ def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[Uncer
         path = f"{dotted(ref_path)}.{field}"
         value = get_at(spec, parts)
         nominal = 1.0 if factor else float(value)  # a factor on a list/mapping leaves it as it is at 1
-        yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name),
+        together = tuple((f"catalog:{kind}:{entry.name}:{other}", rho) for other, rho in prov.correlation
+                         if other not in given)
+        yield (UncertainInput(key, path, spread, "catalog", integer, nominal, entry.name, together),
                Applier(key, ref_path, integer, parts, base, spec[parts[0]], factor))
 
 

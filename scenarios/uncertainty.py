@@ -37,7 +37,7 @@ from iowatt.models.uncertainty import overridden, recording_reads
 from iowatt.scenarios.interval_stats import Interval, interval, jansen_total_effects, shares
 from iowatt.scenarios.loader import ScenarioError
 from iowatt.scenarios.schema import ScenarioBase
-from iowatt.scenarios.uncertain_inputs import CONSTANT_PREFIX, Subject, UncertainInput, subject_of
+from iowatt.scenarios.uncertain_inputs import CONSTANT_PREFIX, Subject, UncertainInput, correlate, subject_of
 
 Outputs = dict[str, float]
 Document = dict[str, Any]
@@ -171,7 +171,8 @@ class Propagation:
         import numpy as np
 
         if self._draws is None or self._draws.shape[1] != len(effects):
-            self._draws = latin_hypercube(SURROGATE_DRAWS, len(effects), self.seed)
+            drawn = [i for i in self.kept if i.key in self.oat]
+            self._draws = correlate(drawn, latin_hypercube(SURROGATE_DRAWS, len(effects), self.seed))
         moves = np.column_stack([e.along(self._draws[:, i]) - e.along(np.array([e.nominal]))[0] for i, e in enumerate(effects)])
         return (base + moves.sum(axis=1)).tolist(), moves.var(axis=0).tolist()
 
@@ -347,7 +348,7 @@ def _sample(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
     if k == 0:
         return
     rows = [{item.key: _draw(item, float(u)) for item, u in zip(result.kept, point, strict=True)}
-            for point in saltelli_design(k, m, seed)]
+            for point in correlate(result.kept, saltelli_design(k, m, seed))]
     for outputs, error in _execute(executor, subjects, rows, paths, tuple(result.base_outputs)):
         result.rows.append(outputs)
         if outputs is None and len(result.failures) < 20:

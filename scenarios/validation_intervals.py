@@ -52,6 +52,12 @@ class RowInterval:
                 "moved_most_by": [{"parameter": p, "share": s} for p, s in self.top], "interval_note": self.note}
 
 
+def miss_note(row: Measurement) -> str:
+    """What an uncovered row says: a mechanism is missing, and which one where the table names it ("known miss: ...")."""
+    _, marked, known = (row.note or "").partition("known miss:")
+    return f"{MISSING_MECHANISM}: {known.strip()}" if marked and known.strip() else MISSING_MECHANISM
+
+
 def _quantity(row: Measurement) -> tuple[list[tuple[str, ...]], Callable[[list[Outputs]], float]]:
     """The metric path each run must keep, and the row's prediction from one sample's outputs."""
     if row.ratio is not None:
@@ -100,7 +106,7 @@ def row_intervals(table: ValidationTable, base: Path, results: list[RowResult], 
             out[row.id] = RowInterval(
                 row.id, spread.low, spread.median, spread.high, inside,
                 interval_score(spread.low, spread.high, row.measured, settings.level), spread.relative_half_width(),
-                result.samples, result.failed, result.sensitivity(of)[:3], "" if inside else MISSING_MECHANISM)
+                result.samples, result.failed, result.sensitivity(of)[:3], "" if inside else miss_note(row))
         if progress:
             progress(done, len(groups))
     return out

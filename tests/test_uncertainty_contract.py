@@ -84,7 +84,7 @@ def test_assumed_field_carries_its_range() -> None:
     from pydantic import BaseModel
 
     class Server(BaseModel):
-        threads: int = assumed_field(8, low=8, high=128, shape="log-uniform", note="OS default", range_note="guides")
+        threads: int = assumed_field(8, low=8, high=128, shape="log-uniform", point="documented default", note="OS default", range_note="guides")
 
     info = Server.model_fields["threads"]
     assert field_range(info.json_schema_extra) == Range(8, 128, "log-uniform", "guides")

@@ -166,7 +166,7 @@ def test_unset_assumed_fields_and_read_constants_are_the_uncertain_inputs() -> N
     from pydantic import BaseModel, Field
 
     class Server(BaseModel):
-        threads: int = assumed_field(8, low=8, high=128, shape="log-uniform", note="OS default", range_note="guides")
+        threads: int = assumed_field(8, low=8, high=128, shape="log-uniform", point="documented default", note="OS default", range_note="guides")
 
     class Storage(BaseModel):
         left: Server = Field(default_factory=Server)

@@ -28,10 +28,11 @@ def advise(
     metric: Annotated[str | None, typer.Option("--metric", help="The metric to narrow (default: the widest interval among "
                                                "those a fio job reports: bandwidth, IOPS, latency).")] = None,
     max_jobs: Annotated[int, typer.Option("--max-jobs", help="At most this many fio jobs.")] = 4,
-    noise: Annotated[float, typer.Option("--noise", help="A fio job's run-to-run relative spread on the machine that will run "
-                                         "them (0.03 quiet .. 0.3 shared).")] = 0.10,
-    repeat: Annotated[int, typer.Option("--repeat", help="Runs of each job (`collect fio --repeat`): the noise of a job's mean "
-                                        "is noise / sqrt(repeat).")] = 3,
+    noise: Annotated[float | None, typer.Option("--noise", help="A fio job's run-to-run relative spread on the machine that will "
+                                                "run them (0.03 quiet .. 0.3 shared); default: as the bundle behind the "
+                                                "scenario's calibrated profile measured it, else 0.10.")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", help="Runs of each job (`collect fio --repeat`): the noise of a job's "
+                                               "mean is noise / sqrt(repeat); default: the profile's bundle's, else 3.")] = None,
     runtime: Annotated[float, typer.Option("--runtime", help="Seconds each job runs, in the job file.")] = 2.0,
     size: Annotated[str, typer.Option("--size", help="Test file size in the job file (fio units: 256M, 1G).")] = "256M",
     samples: SamplesOption = 32,
@@ -50,9 +51,9 @@ def advise(
         raise UserError(f"--format: expected table or json, found {fmt!r}")
     if max_jobs < 1:
         raise UserError(f"--max-jobs: expected at least 1, found {max_jobs}")
-    if not 0 < noise < 1:
+    if noise is not None and not 0 < noise < 1:
         raise UserError(f"--noise: expected a relative spread between 0 and 1 (e.g. 0.1), found {noise}")
-    if repeat < 1:
+    if repeat is not None and repeat < 1:
         raise UserError(f"--repeat: expected at least 1, found {repeat}")
     chosen = settings(samples, level)
     loaded = load(scenario, set_ or [])
@@ -67,7 +68,7 @@ def advise(
         except ValueError as error:
             raise UserError(f"--runtime/--size: {PlanError(str(error))}") from None
         header = "\n".join([f"iowatt advise {scenario}: narrows {advice.metric}; run with", f"  iowatt collect fio --target DIR "
-                            f"--plan {output} --repeat {repeat} --out BUNDLE", "then `iowatt calibrate` on the bundle."]
+                            f"--plan {output} --repeat {advice.repeat} --out BUNDLE", "then `iowatt calibrate` on the bundle."]
                            + [f"{n + 1}. {s.job.id}: measures {s.unknown}" for n, s in enumerate(advice.steps)])
         write_text(fio_job_file(plan, header), output)
     if fmt == "json":
@@ -87,7 +88,8 @@ def _table(advice: Advice) -> str:
 
     i = advice.interval
     head = (f"{advice.scenario}: {advice.metric} {i.median:.4g} [{i.low:.4g}, {i.high:.4g}] "
-            f"(+/- {i.relative_half_width():.1%}); fio noise {advice.noise:.0%} per run, {advice.repeat} runs a job")
+            f"(+/- {i.relative_half_width():.1%}); fio noise {advice.noise:.1%} per run, {advice.repeat} runs a job, "
+            f"law misfit {advice.misfit:.1%} ({advice.noise_source})")
     unknowns = Table(["unknown", "range", "share of the interval"], [[u.path, _span(u.range), f"{u.share:.0%}"] for u in advice.unknowns],
                      title="what the interval rests on", right=frozenset({"share of the interval"}))
     steps = Table(["#", "fio job", "unknown it measures", "its range", "share", "expected interval after"],

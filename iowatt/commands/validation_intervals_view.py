@@ -40,9 +40,17 @@ def _summary_lines(report: ValidationReport) -> list[str]:
     return lines
 
 
+def _named_misses(report: ValidationReport, intervals: dict[str, RowInterval]) -> list[str]:
+    """Uncovered rows whose table names the missing mechanism: the row id and what is missing."""
+    from iowatt.scenarios.validation_intervals import MISSING_MECHANISM
+
+    return [f"{r.id}: {i.note}" for r in report.rows if (i := intervals.get(r.id)) is not None and not i.covered
+            and i.note.startswith(f"{MISSING_MECHANISM}: ")]
+
+
 def interval_text(report: ValidationReport, intervals: dict[str, RowInterval]) -> str:
     table = Table(_HEADERS, _rows(report, intervals), title="intervals (--uncertainty)", right=frozenset({"published", "median [interval]"}))
-    return render([table, *_summary_lines(report)], width=160)
+    return render([table, *_summary_lines(report), *_named_misses(report, intervals)], width=160)
 
 
 def interval_markdown(report: ValidationReport, intervals: dict[str, RowInterval]) -> str:

@@ -9,11 +9,20 @@ not.  Source keys are listed in docs/sources.md.
 
 from __future__ import annotations
 
+from iowatt.models import ssd_power
 from iowatt.models.provenance import Provenance, Shape
 
 
 def _assumed(note: str, low: float, high: float, range_note: str, shape: Shape = "uniform") -> Provenance:
     return Provenance(p="assumed", note=note, low=low, high=high, shape=shape, range_note=range_note)
+
+
+def _in_uJ(prov: Provenance, lead: str) -> Provenance:
+    """A J-per-command constant's record as the uJ field that stands for it: the same note, source and range."""
+    if prov.low is None or prov.high is None:
+        raise ValueError("the constant's record carries no range to convert")
+    return Provenance(p="assumed", src=prov.src, note=lead + prov.note, low=prov.low * 1e6, high=prov.high * 1e6,
+                      shape=prov.shape, range_note=prov.range_note)
 
 
 DEFAULT_PROVENANCE: dict[str, dict[str, Provenance]] = {
@@ -52,12 +61,10 @@ DEFAULT_PROVENANCE: dict[str, dict[str, Provenance]] = {
             0, 0, "no spread: no enterprise pSLC cache was found; Solidigm pairs its QLC drives with a separate SLC drive as a "
             "write buffer instead (S10)",
         ),
-        "energy_per_io_uJ": _assumed(
-            "unset: the model takes models.ssd_power.COMMAND_J (2 uJ, the 6550 ION's measured per-command energy, S08) unless "
-            "two measured points of the drive separate its own",
-            1.0, 4.0, "the range of models.ssd_power.COMMAND_J, which an unset value stands for (a sampler varies one of the two): "
-            "a factor 2 either way of the one measurement for controllers of other vendors", "log-uniform",
-        ),
+        # one law in one place: an unset value stands for models.ssd_power.COMMAND_J, so its record is that constant's,
+        # in uJ (a sampler varies the constant, which the model reads where the field is unset)
+        "energy_per_io_uJ": _in_uJ(ssd_power.PROVENANCE["COMMAND_J"], "unset: the model takes models.ssd_power.COMMAND_J "
+                                   "unless two measured points of the drive separate its own; "),
         "endurance_rating_wa": _assumed(
             "default 1: the DWPD rating is taken as quoted for 128K sequential writes (write amplification 1) "
             "unless the entry names the workload it was quoted at",

@@ -85,7 +85,8 @@ class ClusterClient(BaseModel):
 
     stack: ClientStack = Field(default="dpdk", description="dpdk (user-space frontend on dedicated cores), kernel (UDP/NFS client), fuse")
     frontend_cores: int = assumed_field(
-        1, low=1, high=6, shape="log-uniform", ge=1, le=256, description="dedicated frontend cores per client (dpdk; WEKA's default 1)",
+        1, low=1, high=6, shape="log-uniform", point="documented default", ge=1, le=256,
+        description="dedicated frontend cores per client (dpdk; WEKA's default 1)",
         note="WEKA's client takes one physical core by default (docs.weka.io, planning-a-weka-system-installation)",
         range_note="low: that default; high: 6, the frontend cores of the clients in WEKA's own performance tests "
         "(docs.weka.io testing-weka-system-performance, SuperMicro rows; models.cluster_service)")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from iowatt.models import host_io
-from iowatt.models.uncertainty import assumed_field
+from iowatt.models.uncertainty import assumed_field, calibrated_field
 from iowatt.models.units import Bytes, Fraction, Seconds
 from iowatt.simulator.workloads._checkpoint_design import SaveDesign
 from iowatt.simulator.workloads._mlperf_checkpoint import MlperfProcedure
@@ -80,8 +80,8 @@ class CheckpointParams(BaseModel):
         description="state the benchmark creates inside the timed save: 'weights' for DLIO's 2024 transformer "
         "checkpointing (layer tensors made in checkpoint() when ZeRO < 3), 'none' when tensors are made once before",
     )
-    generate_GBps_per_rank: float = Field(
-        default=host_io.DLIO_GENERATE_GBps_PER_CORE, gt=0,
+    generate_GBps_per_rank: float = calibrated_field(
+        host_io.DLIO_GENERATE_GBps_PER_CORE, host_io.PROVENANCE["DLIO_GENERATE_GBps_PER_CORE"], gt=0,
         description="GB/s one rank creates tensors at on a reference core (torch.randint int8, serial CPU kernel); "
         "calibrated to StorageReview's D7-PS1010 pass 1 (464 s), see models.host_io",
     )

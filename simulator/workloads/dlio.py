@@ -241,7 +241,7 @@ class DlioParams(BaseModel):
         "to the 4096-byte logical block, no page-cache page per byte and no epoch served from the page cache; the reader copies "
         "its aligned buffer into the sample's array instead (models.host_io.memcpy_seconds_per_byte)")
     loader_cost_cv: float = assumed_field(
-        0.0, low=0.0, high=0.7, ge=0, le=2,
+        0.0, low=0.0, high=0.7, point="estimate", ge=0, le=2,
         note="coefficient of variation of a loader worker's time per batch beyond the batch's size (its bytes already vary "
         "with record_length_stdev): none assumed where a workload gives no source for it",
         range_note="tests/fixtures/dlio/unet3d_tiny (DLIO 2.0.0, 2 ranks): the waits of the page-cache epoch's steps after the "

@@ -96,7 +96,7 @@ class GnnParams(BaseModel):
     train_time_per_batch: Seconds = Field(default=0.0192, ge=0, description="forward+backward per batch (GIDS log: 1.92 s per 100 iterations)")
     gpu: int = Field(default=0, ge=0, description="index of the GPU that trains")
     gpu_busy_during_aggregation: float = assumed_field(
-        1.0, low=0.7, high=1.0, ge=0, le=1,
+        1.0, low=0.7, high=1.0, point="estimate", ge=0, le=1,
         description="share of the GPU's active-minus-idle power drawn while BaM warps wait on reads (1: every SM busy)",
         note="every SM holds resident warps spinning on completion queues",
         range_note="high: 1, every SM as busy as in training; low: 0.7, spinning warps issue loads and compares but "

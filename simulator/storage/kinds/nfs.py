@@ -63,7 +63,7 @@ class NfsStorageConfig(BaseModel):
     rsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest READ per RPC (Linux default and maximum 1 MiB)")
     wsize: Bytes = Field(default=2**20, ge=4096, le=2**20, description="largest WRITE per RPC")
     server_threads: int = assumed_field(
-        8, low=8, high=256, shape="log-uniform", ge=1, le=4096,
+        8, low=8, high=256, shape="log-uniform", point="documented default", ge=1, le=4096,
         description="nfsd threads: RPCs the server serves at once (each holds its RPC for the server's CPU and, for a "
         "READ, the export's read)",
         note="8, the server OS's default where a study states no tuning: rpc.nfsd starts 8 threads when given no count "
@@ -79,7 +79,7 @@ class NfsStorageConfig(BaseModel):
         "fs/nfs/nfs4session.h NFS4_DEF_SLOT_TABLE_SIZE)",
     )
     rdma_credits: int = assumed_field(
-        32, low=16, high=128, shape="log-uniform", ge=1, le=16384,
+        32, low=16, high=128, shape="log-uniform", point="documented default", ge=1, le=16384,
         description="RPC/RDMA credits per connection (RFC 8166 sect. 3.3.1): RPCs the server lets the client have "
         "outstanding.  The client asks for 128 (xprtrdma RPCRDMA_DEF_SLOT_TABLE); the server grants at most its "
         "sunrpc.svc_rdma.max_requests",

@@ -45,7 +45,7 @@ class RaidStorageConfig(DriveFields):
         default=None, description="where the drives attach: `hba`, `expander_lanes`, `switch_uplink` (default: the CPU's own lanes)"
     )
     md_cpu_us_per_device_io: float = assumed_field(
-        2.0, low=1.0, high=8.0, shape="log-uniform", gt=0.0, le=1000.0,
+        2.0, low=1.0, high=8.0, shape="log-uniform", point="estimate", gt=0.0, le=1000.0,
         description="host CPU per device I/O of Linux md, reference-core microseconds (bio split at chunk boundaries, "
         "clone, remap to the member, completion chained back; raid5's chunk-aligned read bypasses the stripe cache, "
         "drivers/md/raid5.c raid5_read_one_chunk)",
@@ -57,7 +57,7 @@ class RaidStorageConfig(DriveFields):
         "(Paszkiewicz, linux-raid 2024, 'md/raid5: optimize the wait queue'), ~17 thread-us per write of 4 device I/Os",
     )
     md_parity_GBps_per_core: float = assumed_field(
-        20.0, low=5.0, high=40.0, shape="log-uniform", gt=0.0, le=1000.0,
+        20.0, low=5.0, high=40.0, shape="log-uniform", point="estimate", gt=0.0, le=1000.0,
         description="parity (P or Q) md computes per reference core, GB/s of data: the kernel's SIMD xor/raid6 routines, "
         "whose speed it measures at boot (dmesg 'xor: using function: avx (... MB/sec)', 'raid6: avx2x4 gen() ... MB/s')",
         note="AVX2 XOR of cached data runs at tens of GB/s per core, the RAID 6 Q syndrome at about half: 20 GB/s",
