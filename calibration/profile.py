@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -61,10 +62,14 @@ def fitted_range(value: float, rel_stderr: float) -> dict[str, Any]:
     one), and the range the fit supports.  The fit is in log space (calibration.leastsq), so its error is normal in
     log(value): the 5 % and 95 % quantiles are value x e^(-+1.645 rel_stderr), shape log-normal, which
     models.uncertainty.range_of reads before `stderr` (a normal value +- 1.645 stderr would go below zero for a
-    poorly informed value).  Nothing where the fit gave no standard error."""
+    poorly informed value).  Nothing where the fit gave no standard error, nor where its interval overflows a float
+    (a column the Jacobian barely sees gives a log-space error of hundreds: the bundle does not pin that value, and
+    e^(1.645 x 500) is no range; noisy bundles on a loaded machine produced it)."""
     if not (math.isfinite(rel_stderr) and rel_stderr >= 0 and math.isfinite(value) and value > 0):
         return {}
     z = NormalDist().inv_cdf(0.95)
+    if math.log(value) + z * rel_stderr >= math.log(sys.float_info.max):
+        return {}
     return {"stderr": _number(value * rel_stderr), "low": _number(value * math.exp(-z * rel_stderr)),
             "high": _number(value * math.exp(z * rel_stderr)), "shape": "log-normal",
             "range_note": f"the fit's 90 % interval: relative standard error {rel_stderr:.2%} in log space (Jacobian, s^2 (J^T J)^-1)"}
