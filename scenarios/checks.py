@@ -15,8 +15,6 @@ from iowatt.models import catalog
 from iowatt.scenarios.schema import ScenarioBase
 from iowatt.simulator.machine import ServerConfig
 from iowatt.simulator.storage import registry
-from iowatt.simulator.storage.kinds.cluster import ClusterStorageConfig
-from iowatt.simulator.storage.kinds.nfs import NfsStorageConfig
 from iowatt.simulator.workloads.checkpoint import CheckpointParams
 from iowatt.simulator.workloads.dlio import DlioParams
 from iowatt.simulator.workloads.fio import FioParams
@@ -82,7 +80,7 @@ def _usable_bytes(scenario: ScenarioBase) -> tuple[float, str]:
 
 def _fill(scenario: ScenarioBase) -> float:
     storage = scenario.system.storage
-    return float(storage.export.fill if isinstance(storage, NfsStorageConfig) else storage.fill)  # nfs: the exported drives
+    return registry.of(storage).stored_fill(storage)
 
 
 def check_capacity(scenario: ScenarioBase) -> None:
@@ -102,13 +100,8 @@ def check_capacity(scenario: ScenarioBase) -> None:
 
 
 def _servers(scenario: ScenarioBase) -> list[tuple[str, ServerConfig]]:
-    found = [("system.server", scenario.system.server)]
     storage = scenario.system.storage
-    if isinstance(storage, NfsStorageConfig):
-        found.append(("system.storage.server", storage.server))
-    elif isinstance(storage, ClusterStorageConfig):
-        found.append(("system.storage.node", storage.node))
-    return found
+    return [("system.server", scenario.system.server), *registry.of(storage).servers(storage)]
 
 
 def check_bounds(scenario: ScenarioBase) -> None:

@@ -24,9 +24,6 @@ from iowatt.models.provenance import Provenance
 from iowatt.models.uncertainty import Range, declared_constants, field_range, point_quantile, range_of
 from iowatt.scenarios.ranges import Path, dotted, get_at, set_at
 from iowatt.scenarios.schema import ScenarioBase
-from iowatt.simulator.machine import GPUConfig, ServerConfig
-from iowatt.simulator.storage.drive_fields import DriveFields
-from iowatt.simulator.storage.host_interface import HostInterfaceConfig
 from pydantic import BaseModel
 
 InputKind = Literal["range", "field", "catalog", "constant"]
@@ -225,14 +222,13 @@ def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bo
 def catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
     """(path of the reference, catalog kind, the reference) of every catalog device the scenario names."""
     for model, name, value, path in _walk(scenario):
-        if isinstance(model, ServerConfig) and name == "cpu":
-            yield path, "cpu", value
-        elif isinstance(model, GPUConfig) and name == "model":
-            yield path, "gpu", value
-        elif isinstance(model, DriveFields) and name == "device":
-            yield path, catalog.drive_family(value)[0], value
-        elif isinstance(model, HostInterfaceConfig) and name == "hba" and value is not None:
-            yield path, "hba", value
+        # a field that names a catalog device says which catalog in its schema ({"catalog": KIND}; "drive": any
+        # device family, looked up in the families' order)
+        info = type(model).model_fields.get(name)
+        extra = info.json_schema_extra if info is not None else None
+        kind = extra.get("catalog") if isinstance(extra, dict) else None
+        if isinstance(kind, str) and value is not None:
+            yield path, catalog.drive_family(value)[0] if kind == "drive" else kind, value
 
 
 def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[UncertainInput, Applier]]:

@@ -30,19 +30,13 @@ The earliest completion is the smallest (offset - progress) / rate over entries.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from iowatt.simulator.class_entries import Entry, FlowClass, Key, Usage, class_key
 from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, ComponentToken, Constraint, Flow, Meter
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
-
-# (constraint index, coefficient, constraint), sorted by index: a usage independent of insertion order
-Usage = tuple[tuple[int, float, Constraint], ...]
-Key = tuple[float, float, Usage]  # (weight, per-flow rate bound, shared usage)
-
-_ids = itertools.count()
 
 
 class Layout(NamedTuple):
@@ -56,105 +50,6 @@ class Layout(NamedTuple):
     share: float  # one group: the most its flows move together (min capacity / coefficient); NaN otherwise
 
 
-class Entry:
-    """Classes whose flows all get one rate: one row of the allocation."""
-
-    __slots__ = ("classes", "count", "heap", "key", "last_time", "name", "progress", "rate")
-
-    def __init__(self, key: Key, now: float, first: Flow | None) -> None:
-        self.key = key
-        self.name = "" if first is None else first.name  # a flow of it, to name in an error
-        self.classes: dict[FlowClass, None] = {}
-        self.count = 0            # flows in all its classes
-        self.rate = 0.0           # per flow
-        self.progress = 0.0       # integral of the rate since the entry was made
-        self.last_time = now
-        # (smallest offset of a class - its base, stamp, class id, class); stale items are skipped
-        self.heap: list[tuple[float, int, int, FlowClass]] = []
-
-    def push(self, cls: FlowClass) -> None:
-        """Re-file a class after its smallest offset or its base changed."""
-        cls.stamp += 1
-        f = cls.top()
-        if f is not None:
-            heapq.heappush(self.heap, (f.offset - cls.base, cls.stamp, cls.id, cls))
-
-    def top(self) -> tuple[float, FlowClass] | None:
-        heap = self.heap
-        while heap:
-            value, stamp, _, cls = heap[0]
-            if cls.entry is self and cls.stamp == stamp:
-                return value, cls
-            heapq.heappop(heap)
-        return None
-
-
-class FlowClass:
-    """Flows with the same weight, own rate bound and shared usage (flow_network.FlowGroup)."""
-
-    __slots__ = ("base", "count", "entry", "heap", "id", "key", "now", "private", "stamp")
-
-    def __init__(self, key: Key, now: Callable[[], float]) -> None:
-        self.key = key
-        self.now = now
-        self.count = 0
-        self.heap: list[tuple[float, int, Flow]] = []  # (offset, flow index, flow); stale items are skipped
-        self.entry: Entry | None = None
-        self.base = 0.0          # progress = base + entry.progress (base alone while between entries)
-        self.private: tuple[Constraint, ...] = ()  # constraints only its flows cross, folded into its bound
-        self.stamp = 0
-        self.id = next(_ids)
-
-    def progress(self) -> float:
-        return self.base + (0.0 if self.entry is None else self.entry.progress)
-
-    def top(self) -> Flow | None:
-        heap = self.heap
-        while heap:
-            offset, _, f = heap[0]
-            if f.group is self and f.offset == offset:
-                return f
-            heapq.heappop(heap)
-        return None
-
-    def add(self, f: Flow, remaining: float) -> None:
-        f.group = self
-        f.offset = remaining + self.progress()
-        heapq.heappush(self.heap, (f.offset, f.index, f))
-        self.count += 1
-        if self.entry is not None:
-            self.entry.count += 1
-
-    def discard(self, f: Flow) -> float:
-        """Take a flow out (its heap item goes stale); returns its remainder as of the entry's last advance."""
-        remaining = f.offset - self.progress()
-        f.group = None
-        self.count -= 1
-        if self.entry is not None:
-            self.entry.count -= 1
-        return remaining if remaining > 0.0 else 0.0
-
-    def rate_of(self, flow: Flow) -> float:
-        del flow  # every flow of a class has the class's rate
-        return 0.0 if self.entry is None else self.entry.rate
-
-    def remaining_of(self, flow: Flow) -> float:
-        e = self.entry
-        progress = self.progress() if e is None else self.base + e.progress + e.rate * (self.now() - e.last_time)
-        remaining = flow.offset - progress
-        return remaining if remaining > 0.0 else 0.0
-
-
-def _flow_key(f: Flow) -> Key:
-    cap = math.inf if f.max_rate is None else f.max_rate
-    shared: list[tuple[int, float, Constraint]] = []
-    for c, k in f.usage.items():
-        if len(c.flows) == 1 and c.private_able:
-            cap = min(cap, c.capacity / k)
-        else:
-            shared.append((c.index, k, c))
-    shared.sort()  # by constraint index: indices are distinct, so the constraints themselves are never compared
-    return f.weight, cap, tuple(shared)
 
 
 def placement(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
@@ -336,9 +231,9 @@ class ClassedComponent:
         for c in f.usage:
             if solo.get(c) is f:
                 del solo[c]
-            if len(c.flows) == 1 and c.private_able:  # folded into its own bound by _flow_key
+            if len(c.flows) == 1 and c.private_able:  # folded into its own bound by class_key
                 solo[c] = f
-        key = _flow_key(f)
+        key = class_key(f)
         cls = self.classes.get(key)
         if cls is None:
             cls = self.classes[key] = FlowClass(key, self.now)
@@ -402,7 +297,7 @@ class ClassedComponent:
                     continue
                 f = next(iter(c.flows))
             cls = None if f is None else f.group
-            if isinstance(cls, FlowClass) and f is not None and _flow_key(f) != cls.key:
+            if isinstance(cls, FlowClass) and f is not None and class_key(f) != cls.key:
                 self._changed[cls] = None
                 self._move_flow(f, cls.discard(f), now)
         for f in new:

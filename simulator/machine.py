@@ -55,7 +55,7 @@ def parse_power_state(value: Any) -> int:
 class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec")
+    cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec", json_schema_extra={"catalog": "cpu"})
     sockets: int = Field(default=1, ge=1, le=8)
     memory: Bytes = Field(default=256e9, gt=0, description="installed DRAM")
     base_power: Watts = assumed_field(
@@ -79,7 +79,7 @@ class ServerConfig(BaseModel):
 class GPUConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: CatalogRef = Field(default="nvidia-h100-sxm", description="GPU catalog name or inline spec")
+    model: CatalogRef = Field(default="nvidia-h100-sxm", description="GPU catalog name or inline spec", json_schema_extra={"catalog": "gpu"})
     count: int = Field(default=0, ge=0, le=4096)
 
     @field_validator("model")

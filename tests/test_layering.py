@@ -162,32 +162,8 @@ def test_no_import_cycles_at_module_level():
     assert _cycles(_import_graph(top_level_only=True)) == []
 
 
-# Cycles other branches break (issue 29): until they are merged this test may fail on them alone.
-OWNED_ELSEWHERE = (
-    "iowatt.simulator.flows", "iowatt.simulator.flow_network", "iowatt.simulator.maxmin",  # branch engine
-    "iowatt.simulator.component_cache",
-    "iowatt.simulator.workloads.dlio", "iowatt.simulator.workloads._dlio_timing",  # branch loaders
-    "iowatt.simulator.storage.kinds.cluster", "iowatt.simulator.storage.cluster_volume",  # branch scaleout
-)
-
-
-@pytest.mark.xfail(strict=False, reason="cycles owned by branches engine (flows/flow_network/maxmin/component_cache), "
-                   "loaders (dlio/_dlio_timing) and scaleout (kinds/cluster/cluster_volume)")
-def test_no_import_cycles_lazy_imports_included():
-    """No cycle either once every import counts: those inside functions and `if TYPE_CHECKING:` blocks too (a
-    lazy or annotation-only import that closes a cycle hides the dependency, it does not remove it)."""
-    cycles = _cycles(_import_graph(top_level_only=False))
-    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
-
-
-def test_no_import_cycles_but_those_owned_elsewhere():
-    """The cycles lazy imports close, apart from the three other branches break (OWNED_ELSEWHERE), are gone."""
-    cycles = _cycles(_import_graph(top_level_only=False))
-    mine = [c for c in cycles if not set(c) & set(OWNED_ELSEWHERE)]
-    assert mine == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in mine)
-
-
-ENGINE_LAYERS = ("iowatt.simulator.maxmin", "iowatt.simulator.flow_network", "iowatt.simulator.flow_classes", "iowatt.simulator.flows")
+ENGINE_LAYERS = ("iowatt.simulator.maxmin", "iowatt.simulator.flow_network", "iowatt.simulator.class_entries",
+                 "iowatt.simulator.flow_classes", "iowatt.simulator.flows")
 
 
 def test_the_engine_modules_import_downwards_only():

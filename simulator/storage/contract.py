@@ -305,6 +305,13 @@ class Drive(ABC):
         del write
         return 0.0
 
+    def positioning_variance_seconds2(self, queue_depth: int, write: bool) -> float | None:
+        """Variance of one random command's positioning time with `queue_depth` commands to choose from, where the
+        drive has one (hard disks: seek + rotation); None where its service spread is not known, and the members'
+        network (models.closed_network) then takes the service as exponential."""
+        del queue_depth, write
+        return None
+
     def request_server(self, run: RequestRun, access: Access) -> RequestServer:
         """The per-request face: a server of requests like `access` (its block size is the piece this drive sees)."""
         del run, access

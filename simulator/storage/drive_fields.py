@@ -23,7 +23,8 @@ class DriveFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     device: CatalogRef = Field(description="drive catalog name or inline spec, looked up in the device families' order "
-                               "(NVMe SSDs, SATA SSDs, hard disks: models.catalog.DRIVE_FAMILIES)")
+                               "(NVMe SSDs, SATA SSDs, hard disks: models.catalog.DRIVE_FAMILIES)",
+                               json_schema_extra={"catalog": "drive"})
     power_state: Annotated[int, WithJsonSchema(POWER_STATE_SCHEMA)] = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity the filesystem's files hold at the start")
     ftl_valid: Fraction | None = Field(

@@ -127,6 +127,13 @@ class HddDrive(Drive):
         """Power above idle while the actuator is busy with requests of `pattern` (the meter's law)."""
         return active_watts(self.spec, _HDD_ACCESS[pattern]) - self.spec.idle_W
 
+    def positioning_variance_seconds2(self, queue_depth: int, write: bool) -> float | None:
+        """Seek + rotation's variance as the per-request disk draws it (models.hdd); not known for data in several
+        clusters (the seek distance's distribution there is not the one-region law's)."""
+        if self.data_clusters > 1:
+            return None
+        return hdd_model.positioning_variance_seconds2(self.spec, queue_depth, self.span_fraction, write)
+
     def request_server(self, run: RequestRun, access: Access) -> RequestServer:
         """One actuator serving one command at a time, positioning drawn per command (simulator/per_request/hdd.py)."""
         if self.data_clusters > 1:

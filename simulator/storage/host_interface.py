@@ -26,7 +26,8 @@ class HostInterfaceConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    hba: CatalogRef | None = Field(default=None, description="host-bus adapter or RAID controller (catalog `hba`), e.g. broadcom-9300-16i")
+    hba: CatalogRef | None = Field(default=None, description="host-bus adapter or RAID controller (catalog `hba`), e.g. broadcom-9300-16i",
+                                       json_schema_extra={"catalog": "hba"})
     expander_lanes: int | None = Field(
         default=None, ge=1, le=16,
         description="SAS lanes from the HBA to an expander backplane or JBOF that all drives share (None: a port per drive)",

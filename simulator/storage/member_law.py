@@ -86,16 +86,14 @@ def service_scv(drive: Drive, parts: list[tuple[Access, float]], rates: tuple[fl
     fixed) over the station's mean service 1 / rates[j - 1].  () where no spread is known (not a disk, or data in
     several clusters): models.closed_network then takes the service as exponential."""
     from iowatt.models.closed_network import START_DEPTH_CAP
-    from iowatt.models.hdd import positioning_variance_seconds2
-    from iowatt.simulator.storage.hdd import HddDrive
 
-    if not isinstance(drive, HddDrive) or drive.data_clusters > 1:
+    if drive.positioning_variance_seconds2(1, False) is None:
         return ()
     limit = drive.queue_limit or START_DEPTH_CAP
     total = sum(w for _a, w in parts) or 1.0
     out = []
     for j in range(1, min(len(rates), START_DEPTH_CAP) + 1):
-        var = sum(w * positioning_variance_seconds2(drive.spec, min(j, limit), drive.span_fraction, a.write)
+        var = sum(w * (drive.positioning_variance_seconds2(min(j, limit), a.write) or 0.0)
                   for a, w in parts if a.pattern == "rand") / total
         out.append(var * rates[j - 1] ** 2)
     return tuple(out)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Generic, TypeVar, Union
 
-from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.machine import CatalogRef, HostRuntime
+from iowatt.simulator.flows import Constraint, FlowEngine
+from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig
 from iowatt.simulator.storage.contract import Volume
 from pydantic import BaseModel, Discriminator, Tag
 
@@ -27,11 +27,13 @@ ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 @dataclass(frozen=True)
 class BuildContext:
-    """What a kind's builder may use: the engine, the client host, and a prefix for its components' names."""
+    """What a kind's builder may use: the engine, the client host, a prefix for its components' names, and the cores
+    that run storage software such as md (None: the host's; an NFS server's when the volume is its export)."""
 
     engine: FlowEngine
     host: HostRuntime
     prefix: str = ""
+    software_cores: tuple[Constraint, float] | None = None  # (the CPU constraint, its reference-core speed)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,10 @@ class StorageKind(Generic[ConfigT]):
     drives_bought: Callable[[ConfigT], tuple[CatalogRef, int]]
     usable_fraction: Callable[[ConfigT], float]
     client_nodes: Callable[[ConfigT], int] = lambda _config: 1
+    # the storage's own servers, each with the field path a message names (the client host is the scenario's)
+    servers: Callable[[ConfigT], list[tuple[str, ServerConfig]]] = lambda _config: []
+    # share of the drives' capacity already holding data (system.storage.fill; an NFS export's drives for nfs)
+    stored_fill: Callable[[ConfigT], float] = lambda config: float(config.fill)
 
 
 @cache

@@ -65,7 +65,7 @@ from typing import Literal
 import numpy as np
 import simpy
 from iowatt.models import catalog
-from iowatt.models.compute import DlioStep, GPUSpec
+from iowatt.models.compute import DlioStep
 from iowatt.models.uncertainty import assumed_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
@@ -147,8 +147,7 @@ def accelerator_step(accelerator: str, model: str) -> DlioStep | None:
     name = ACCELERATOR_GPUS.get(accelerator)
     if name is None:
         return None
-    spec = catalog.lookup("gpu", name).spec
-    return spec.dlio_steps.get(model) if isinstance(spec, GPUSpec) else None
+    return catalog.gpu_spec(name).dlio_steps.get(model)
 
 
 class DlioParams(BaseModel):

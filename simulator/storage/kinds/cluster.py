@@ -33,4 +33,5 @@ KIND = StorageKind(
     drives_bought=_drives_bought,
     usable_fraction=lambda config: erasure.usable_fraction(*config.ec),  # k / (k + m)
     client_nodes=lambda config: config.clients,
+    servers=lambda config: [("system.storage.node", config.node)],
 )

@@ -264,12 +264,9 @@ class NfsVolume(FrontVolume):
 
 def build(ctx: BuildContext, config: NfsStorageConfig) -> Volume:
     server = server_node(ctx.engine, "nfs_server", config.server)
-    inner_ctx = BuildContext(ctx.engine, ctx.host, prefix="nfs.")
-    if isinstance(config.export, raid.RaidStorageConfig):
-        # md runs on the server's cores (ServerNode cores are reference-core equivalents)
-        inner: Volume = raid.build_array(inner_ctx, config.export, server.cpu, 1.0)
-    else:
-        inner = registry.build(ctx.engine, config.export, ctx.host, prefix="nfs.")
+    # an exported array's md runs on the server's cores (ServerNode cores are reference-core equivalents)
+    inner_ctx = BuildContext(ctx.engine, ctx.host, prefix="nfs.", software_cores=(server.cpu, 1.0))
+    inner = registry.of(config.export).build(inner_ctx, config.export)
     return NfsVolume(ctx.engine, inner, server, ctx.host, config)
 
 
@@ -284,5 +281,6 @@ def _usable_fraction(config: NfsStorageConfig) -> float:
 
 KIND = StorageKind(
     name="nfs", config=NfsStorageConfig, build=build, drives_bought=_drives_bought, usable_fraction=_usable_fraction,
-    client_nodes=lambda config: config.clients,
+    client_nodes=lambda config: config.clients, servers=lambda config: [("system.storage.server", config.server)],
+    stored_fill=lambda config: float(config.export.fill),
 )

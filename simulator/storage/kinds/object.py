@@ -142,4 +142,5 @@ def _drives_bought(config: ObjectStorageConfig) -> tuple[CatalogRef, int]:
 KIND = StorageKind(
     name="object", config=ObjectStorageConfig, build=build, drives_bought=_drives_bought,
     usable_fraction=lambda config: config.ec[0] / sum(config.ec), client_nodes=lambda config: config.clients,
+    servers=lambda config: [("system.storage.server", config.server)],
 )

@@ -172,4 +172,5 @@ def _drives_bought(config: ParallelFsStorageConfig) -> tuple[CatalogRef, int]:
 KIND = StorageKind(
     name="parallel_fs", config=ParallelFsStorageConfig, build=build, drives_bought=_drives_bought,
     usable_fraction=lambda config: config.raid[0] / sum(config.raid), client_nodes=lambda config: config.clients,
+    servers=lambda config: [("system.storage.server", config.server)],
 )

@@ -256,7 +256,8 @@ def build_array(ctx: BuildContext, config: RaidStorageConfig, cpu: Constraint | 
 
 
 def build(ctx: BuildContext, config: RaidStorageConfig) -> Volume:
-    return build_array(ctx, config, ctx.host.cpu, ctx.host.core_speed)
+    cpu, core_speed = ctx.software_cores or (ctx.host.cpu, ctx.host.core_speed)
+    return build_array(ctx, config, cpu, core_speed)
 
 
 KIND = StorageKind(
