@@ -15,10 +15,10 @@ def test_a_fitted_value_gets_a_range_that_holds_it_or_none(value, rel_stderr):
     if not found:
         assert math.log(value) + 1.6448536269514722 * rel_stderr >= 709.0
         return
-    # written with 6 significant digits (calibration.profile._number): a rounding of 5e-7 either way
-    assert found["low"] <= value * (1 + 1e-6) and found["high"] >= value * (1 - 1e-6)
+    # written with 6 significant digits (calibration.profile._number): a relative rounding of up to 5e-6 either way
+    assert found["low"] <= value * (1 + 1e-5) and found["high"] >= value * (1 - 1e-5)
     if found["low"] > 0:  # below ~1e-308 the low quantile underflows to 0
-        assert math.isclose(math.log(found["low"]) + math.log(found["high"]), 2 * math.log(value), rel_tol=1e-9, abs_tol=2e-6)
+        assert math.isclose(math.log(found["low"]) + math.log(found["high"]), 2 * math.log(value), rel_tol=1e-9, abs_tol=2e-5)
 
 
 def test_an_unpinned_value_overflowing_the_interval_is_not_an_error():
