@@ -24,6 +24,7 @@ from iowatt.models.provenance import Provenance
 from iowatt.models.uncertainty import Range, declared_constants, field_range, point_quantile, range_of
 from iowatt.scenarios.ranges import Path, dotted, get_at, set_at
 from iowatt.scenarios.schema import ScenarioBase
+from iowatt.simulator.machine import CatalogOf
 from pydantic import BaseModel
 
 InputKind = Literal["range", "field", "catalog", "constant"]
@@ -222,13 +223,11 @@ def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bo
 def catalog_refs(scenario: ScenarioBase) -> Iterator[tuple[Path, str, Any]]:
     """(path of the reference, catalog kind, the reference) of every catalog device the scenario names."""
     for model, name, value, path in _walk(scenario):
-        # a field that names a catalog device says which catalog in its schema ({"catalog": KIND}; "drive": any
-        # device family, looked up in the families' order)
+        # a field that names a catalog device says which catalog (simulator.machine.CatalogOf)
         info = type(model).model_fields.get(name)
-        extra = info.json_schema_extra if info is not None else None
-        kind = extra.get("catalog") if isinstance(extra, dict) else None
-        if isinstance(kind, str) and value is not None:
-            yield path, catalog.drive_family(value)[0] if kind == "drive" else kind, value
+        marker = info.json_schema_extra if info is not None else None
+        if isinstance(marker, CatalogOf) and value is not None:
+            yield path, catalog.drive_family(value)[0] if marker.kind == "drive" else marker.kind, value
 
 
 def _catalog_inputs(ref_path: Path, kind: str, ref: Any) -> Iterator[tuple[UncertainInput, Applier]]:

@@ -9,6 +9,7 @@ their configuration (pydantic) and their runtime in the flow engine.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from iowatt.models import catalog, compute
@@ -20,6 +21,18 @@ from iowatt.simulator.flows import FlowEngine, Meter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CatalogRef = str | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CatalogOf:
+    """What a field naming a catalog device puts in its json_schema_extra: which catalog (`drive`: any device family,
+    looked up in the families' order), so a reader finds the scenario's devices from the schema, not from classes.
+    Called by pydantic when it writes the JSON Schema, it adds nothing (the schema keeps to the standard keywords)."""
+
+    kind: str
+
+    def __call__(self, schema: dict[str, Any]) -> None:
+        del schema
 
 
 def check_catalog_ref(kind: str, value: CatalogRef) -> CatalogRef:
@@ -55,7 +68,7 @@ def parse_power_state(value: Any) -> int:
 class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec", json_schema_extra={"catalog": "cpu"})
+    cpu: CatalogRef = Field(default="amd-epyc-9654", description="CPU catalog name or inline spec", json_schema_extra=CatalogOf("cpu"))
     sockets: int = Field(default=1, ge=1, le=8)
     memory: Bytes = Field(default=256e9, gt=0, description="installed DRAM")
     base_power: Watts = assumed_field(
@@ -79,7 +92,7 @@ class ServerConfig(BaseModel):
 class GPUConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: CatalogRef = Field(default="nvidia-h100-sxm", description="GPU catalog name or inline spec", json_schema_extra={"catalog": "gpu"})
+    model: CatalogRef = Field(default="nvidia-h100-sxm", description="GPU catalog name or inline spec", json_schema_extra=CatalogOf("gpu"))
     count: int = Field(default=0, ge=0, le=4096)
 
     @field_validator("model")

@@ -10,7 +10,7 @@ from iowatt.models.filesystem import PRESETS, Allocator, Discard, FilesystemName
 from iowatt.models.ftl import Precondition
 from iowatt.models.units import Fraction, Seconds
 from iowatt.simulator.flows import FlowEngine
-from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogRef, check_catalog_ref, parse_power_state
+from iowatt.simulator.machine import POWER_STATE_SCHEMA, CatalogOf, CatalogRef, check_catalog_ref, parse_power_state
 from iowatt.simulator.storage import families
 from iowatt.simulator.storage.contract import Drive
 from iowatt.simulator.storage.power_policy import PowerPolicy
@@ -24,7 +24,7 @@ class DriveFields(BaseModel):
 
     device: CatalogRef = Field(description="drive catalog name or inline spec, looked up in the device families' order "
                                "(NVMe SSDs, SATA SSDs, hard disks: models.catalog.DRIVE_FAMILIES)",
-                               json_schema_extra={"catalog": "drive"})
+                               json_schema_extra=CatalogOf("drive"))
     power_state: Annotated[int, WithJsonSchema(POWER_STATE_SCHEMA)] = Field(default=0, description="NVMe power state, 'PS0'..'PS31'")
     fill: Fraction = Field(default=0.0, ge=0.0, le=1.0, description="share of user capacity the filesystem's files hold at the start")
     ftl_valid: Fraction | None = Field(

@@ -15,7 +15,7 @@ from iowatt.models import catalog
 from iowatt.models.host_interface import HbaSpec
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from iowatt.simulator.flows import Constraint, FlowEngine
-from iowatt.simulator.machine import CatalogRef, check_catalog_ref
+from iowatt.simulator.machine import CatalogOf, CatalogRef, check_catalog_ref
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Usage, Volume
 from iowatt.simulator.storage.front import FrontVolume
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -27,7 +27,7 @@ class HostInterfaceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hba: CatalogRef | None = Field(default=None, description="host-bus adapter or RAID controller (catalog `hba`), e.g. broadcom-9300-16i",
-                                       json_schema_extra={"catalog": "hba"})
+                                       json_schema_extra=CatalogOf("hba"))
     expander_lanes: int | None = Field(
         default=None, ge=1, le=16,
         description="SAS lanes from the HBA to an expander backplane or JBOF that all drives share (None: a port per drive)",
