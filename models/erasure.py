@@ -77,6 +77,16 @@ DESTAGE_IO = assumed_constant(
 PAGE_BYTES = 4096.0
 
 
+def parse_k_plus_m(field: str, value: object, example: str = "4+2") -> str:
+    """A layout written 'k+m' (k data and m parity chunks, k >= 1, m >= 0, spaces allowed), normalised; one message
+    naming the field otherwise.  Cluster erasure sets, object erasure sets and Lustre OST RAID sets read it alike."""
+    text = str(value).replace(" ", "")
+    k, sep, m = text.partition("+")
+    if not sep or not k.isdigit() or not m.isdigit() or int(k) < 1:
+        raise ValueError(f"{field}: expected k+m such as '{example}', found {value!r}")
+    return f"{int(k)}+{int(m)}"
+
+
 def check_erasure(k: int, m: int, nodes: int, failed_nodes: int = 0) -> None:
     if k < 1 or m < 0:
         raise ValueError(f"erasure coding needs k >= 1 data and m >= 0 parity chunks, found {k}+{m}")

@@ -142,11 +142,7 @@ class ClusterStorageConfig(DriveFields):
     @field_validator("erasure_coding", mode="before")
     @classmethod
     def _ec(cls, value: Any) -> str:
-        text = str(value).replace(" ", "")
-        k, sep, m = text.partition("+")
-        if not sep or not k.isdigit() or not m.isdigit() or int(k) < 1:
-            raise ValueError(f"expected k+m such as '4+2', found {value!r}")
-        return f"{int(k)}+{int(m)}"
+        return erasure.parse_k_plus_m("erasure_coding", value)
 
     @property
     def ec(self) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Literal
 
 from iowatt.models import cluster_service as svc
+from iowatt.models import erasure
 from iowatt.models import object_store as obj
 from iowatt.models.fabric import FabricName, port_goodput_Bps, protocol_cost
 from iowatt.models.units import Bytes, Seconds
@@ -29,7 +30,6 @@ from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.machine import CatalogRef, HostRuntime, ServerConfig, ServerNode, server_node
 from iowatt.simulator.storage.contract import Access, Volume
 from iowatt.simulator.storage.drive_fields import DriveFields
-from iowatt.simulator.storage.kinds.parallel_fs import parse_k_plus_m
 from iowatt.simulator.storage.registry import BuildContext, StorageKind
 from iowatt.simulator.storage.stations import Plan, PooledVolume, Station, watch
 from iowatt.simulator.storage.striped import StripedVolume
@@ -57,7 +57,7 @@ class ObjectStorageConfig(DriveFields):
     @field_validator("erasure_coding", mode="before")
     @classmethod
     def _ec(cls, value: object) -> str:
-        return parse_k_plus_m("erasure_coding", value)
+        return erasure.parse_k_plus_m("erasure_coding", value)
 
     @property
     def ec(self) -> tuple[int, int]:

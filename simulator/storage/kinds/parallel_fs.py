@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Literal
 
 from iowatt.models import cluster_service as svc
+from iowatt.models import erasure
 from iowatt.models import parallel_fs as pfs
 from iowatt.models.fabric import FabricName, port_goodput_Bps, protocol_cost
 from iowatt.models.units import Bytes
@@ -34,15 +35,6 @@ from iowatt.simulator.storage.registry import BuildContext, StorageKind
 from iowatt.simulator.storage.stations import Plan, PooledVolume, Station, watch
 from iowatt.simulator.storage.striped import StripedVolume
 from pydantic import Field, field_validator, model_validator
-
-
-def parse_k_plus_m(field: str, value: object) -> str:
-    """'k+m' with k >= 1, m >= 0, spaces allowed (one message naming the field otherwise)."""
-    text = str(value).replace(" ", "")
-    k, sep, m = text.partition("+")
-    if not sep or not k.isdigit() or not m.isdigit() or int(k) < 1:
-        raise ValueError(f"{field}: expected k+m such as '8+2', found {value!r}")
-    return f"{int(k)}+{int(m)}"
 
 
 class ParallelFsStorageConfig(DriveFields):
@@ -73,7 +65,7 @@ class ParallelFsStorageConfig(DriveFields):
     @field_validator("ost_raid", mode="before")
     @classmethod
     def _raid(cls, value: object) -> str:
-        return parse_k_plus_m("ost_raid", value)
+        return erasure.parse_k_plus_m("ost_raid", value, "8+2")
 
     @property
     def raid(self) -> tuple[int, int]:
