@@ -6,7 +6,13 @@ fio measures the drive; the host side of a checkpoint or a data loader is CPU wo
   small enough to stay below the kernel's dirty-background threshold (nothing is written back while it runs).  The
   kernel allocates, charges and fills one page-cache page per 4 KiB; on bare metal this runs at several GB/s, on a
   virtual machine whose page allocations fault to the hypervisor ten times slower.  torch.save's copy into the page
-  cache is this copy, and a byte a loader reads from the drive pays the same page (models.host_io.page_copy_seconds_per_byte).
+  cache is this copy (models.host_io.page_copy_seconds_per_byte).
+- page-cache read cost (GB/s of CPU on one core): a buffered read() of files that are not in the page cache, timed on
+  the process's CPU clock (the page's allocation, the readahead it submits and the copy out all run in the reader's
+  context; the wait for the drive does not count).  It is not the write's page reversed: on the development VM a cold
+  read costs 0.3-0.4 ms of CPU per 4 MiB (2.5-3.5 GB/s) where a buffered write costs 9-14 ms, because the device fills
+  a read's page by DMA, so the hypervisor faults the page in on its own I/O path instead of the guest's vCPU touching
+  it first.  A byte a loader reads from the drive pays this (models.host_io.page_read_seconds_per_byte).
 - npz load cost: numpy.load of an uncompressed .npz from the page cache (zip directory, array header, one read into
   a new array), timed at two sample sizes and split into a per-file cost and a per-byte rate (two equations, two
   unknowns).  DLIO's NPZReader opens every sample's file this way.
@@ -68,6 +74,50 @@ def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, rep
     return statistics.median(rates)
 
 
+@contextmanager
+def cold_files(scratch: Path, name: str, size: int = PAGE_CACHE_PROBE_BYTES // 4, count: int = 4) -> Iterator[list[Path]]:
+    """`count` files of `size` bytes written and fsync'd in a folder of the probe's own, removed afterwards (the
+    caller drops the page cache before reading them)."""
+    buffer = np.ones(size, dtype=np.uint8)
+    with _own_folder(scratch, name) as folder:
+        files = [folder / str(k) for k in range(count)]
+        for file in files:
+            fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view, written = memoryview(buffer), 0
+                while written < size:
+                    written += os.write(fd, view[written:])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        yield files
+
+
+def page_cache_read_GBps(files: list[Path]) -> float:
+    """GB/s of CPU one thread spends reading `files` with buffered read() into a resident buffer (median over the
+    files), on the process's CPU clock: a file whose pages are not cached pays the kernel's page allocation, the
+    readahead submission and the copy out, none of the drive's latency."""
+    size = max(f.stat().st_size for f in files)
+    buffer = np.ones(size, dtype=np.uint8)  # touched: resident before the clock starts
+    rates = []
+    for file in files:
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            view, got = memoryview(buffer), 0
+            start = time.process_time()
+            while True:
+                n = os.readv(fd, [view[got:]])
+                if n == 0:
+                    break
+                got += n
+            cpu_s = time.process_time() - start
+        finally:
+            os.close(fd)
+        # the CPU clock ticks in at least nanoseconds; a read it cannot resolve is charged one tick
+        rates.append(got / max(cpu_s, 1e-9) / 1e9)
+    return statistics.median(rates)
+
+
 def _npz_seconds(files: list[Path], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -109,7 +159,10 @@ def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, fl
     from iowatt.calibration.realcheck_runs import drop_caches
 
     npz_file_s, npz_Bps = npz_load_costs(scratch)
-    drop_caches()
-    time.sleep(settle_seconds)
-    return {"page_cache_write_GBps_per_core": page_cache_write_GBps(scratch), "npz_seconds_per_file": npz_file_s,
-            "npz_GBps_per_core": npz_Bps / 1e9}
+    with cold_files(scratch, "read") as files:
+        drop_caches()
+        time.sleep(settle_seconds)
+        write_GBps = page_cache_write_GBps(scratch)
+        read_GBps = page_cache_read_GBps(files)
+    return {"page_cache_write_GBps_per_core": write_GBps, "page_cache_read_GBps_per_core": read_GBps,
+            "npz_seconds_per_file": npz_file_s, "npz_GBps_per_core": npz_Bps / 1e9}

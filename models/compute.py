@@ -137,6 +137,15 @@ class CPUSpec(BaseModel):
         "models.host_io's reference-core figure x core_speed.  Virtual machines whose page faults exit to the hypervisor "
         "can be ten times slower than bare metal",
     )
+    page_cache_read_GBps_per_core: float | None = Field(
+        default=None,
+        gt=0,
+        description="GB/s of one core's CPU time a buffered read() of uncached file data costs (the page's allocation, "
+        "readahead and the copy out; not the wait for the drive): measured by `iowatt check-machine`'s host probe; "
+        "default: the page-cache write rate (page_cache_write_GBps_per_core, or models.host_io's reference figure).  "
+        "On a VM it can be ten times the write rate: the device fills a read's page by DMA, so the page fault to the "
+        "hypervisor is not the guest CPU's",
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> CPUSpec:

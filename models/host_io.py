@@ -165,6 +165,16 @@ def page_copy_seconds_per_byte(cpu: CPUSpec) -> float:
     return cpu.core_speed / (cpu.page_cache_write_GBps_per_core * 1e9)
 
 
+def page_read_seconds_per_byte(cpu: CPUSpec) -> float:
+    """Reference-core seconds of CPU per byte a buffered read() takes from the drive into the page cache and copies
+    out: the host's measured per-core rate where it has one, else the write's page cost (page_copy_seconds_per_byte:
+    a page allocated, then a copy across it).  On a VM the measured read is far cheaper than the write
+    (calibration.host_probe): the device's DMA, not the guest's vCPU, first touches a read's page."""
+    if cpu.page_cache_read_GBps_per_core is None:
+        return page_copy_seconds_per_byte(cpu)
+    return cpu.core_speed / (cpu.page_cache_read_GBps_per_core * 1e9)
+
+
 def memcpy_seconds_per_byte() -> float:
     """Reference-core seconds per byte of a copy between resident buffers (no page allocation)."""
     return 1.0 / (constant(MEMCPY.name) * 1e9)

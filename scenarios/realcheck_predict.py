@@ -50,8 +50,8 @@ def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: fl
             "memory_bandwidth_GBps": constant(MEMORY_PER_CORE.name) * cores * memory_factor,
             "base_clock_GHz": _clock_MHz(facts) / 1e3, "core_speed": _core_speed(facts) * speed_factor,
             # measured by the host probe (calibration.host_probe): seconds on a core, so it scales with the core
-            "page_cache_write_GBps_per_core": (float(facts["page_cache_write_GBps_per_core"]) * speed_factor
-                                               if facts.get("page_cache_write_GBps_per_core") else None)}
+            **{field: float(facts[field]) * speed_factor if facts.get(field) else None
+               for field in ("page_cache_write_GBps_per_core", "page_cache_read_GBps_per_core")}}
 
 
 def _clock_MHz(facts: dict[str, Any]) -> float:

@@ -87,3 +87,23 @@ def test_a_loader_worker_gets_one_host_core(core_speed: float):
     document, _ = run_scenario(load(scenario))
     cached_epoch_s = document["dlio"]["epoch_time_seconds"][1]
     assert 64 * 4 * MiB / cached_epoch_s == pytest.approx(core_speed * parse_Bps, rel=0.01)
+
+
+def test_cold_read_probe_measures_and_leaves_nothing_behind(tmp_path: Path):
+    """The cold-read figure is a positive rate and its files are gone afterwards (it writes only its own folder)."""
+    (tmp_path / "keep").write_text("x")
+    with host_probe.cold_files(tmp_path, "read", size=4 * MiB, count=2) as files:
+        assert [f.stat().st_size for f in files] == [4 * MiB, 4 * MiB]
+        assert host_probe.page_cache_read_GBps(files) > 0.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(read=st.one_of(st.none(), st.floats(0.05, 50.0)), write=st.floats(0.05, 50.0), speed=st.floats(0.25, 4.0))
+def test_page_read_cost_is_the_measured_read_else_the_write(read: float | None, write: float, speed: float):
+    """Oracle: unit conversion, and the fallback the field documents: a host whose cold buffered reads cost 1/read ns
+    of CPU per byte on its own core charges speed/read reference-core seconds; without a read figure, the write's page."""
+    cpu = CPUSpec.model_validate(_cpu(core_speed=speed, page_cache_write_GBps_per_core=write,
+                                      **({} if read is None else {"page_cache_read_GBps_per_core": read})))
+    expected = 1.0 / ((write if read is None else read) * 1e9)
+    assert host_io.page_read_seconds_per_byte(cpu) / speed == pytest.approx(expected)

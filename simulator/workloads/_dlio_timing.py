@@ -200,10 +200,10 @@ class _ReadPath:
         disk = system.volume.usage(request)
         cpu_coeff = 1.0 / cfg.cpu_bytes_per_core_second + cfg.cpu_seconds_per_sample / record
         # a byte read from the drive lands in a page-cache page the kernel first allocates, in the reader's
-        # context, and read() copies it out: the page work of a buffered write, reversed (models.host_io);
-        # bytes served from the page cache skip it.  O_DIRECT DMAs into the reader's own aligned buffer: no page,
+        # context, and read() copies it out (models.host_io.page_read_seconds_per_byte: the host's measured
+        # figure, else the write's page cost); bytes served from the page cache skip it.  O_DIRECT DMAs into the reader's own aligned buffer: no page,
         # but the reader copies the buffer into the sample's array (a plain memcpy, tail block included)
-        page_s = host_io.memcpy_seconds_per_byte() if cfg.odirect else host_io.page_copy_seconds_per_byte(system.host.cpu_spec)
+        page_s = host_io.memcpy_seconds_per_byte() if cfg.odirect else host_io.page_read_seconds_per_byte(system.host.cpu_spec)
         disk_cpu_coeff = cpu_coeff + page_s
         # the costs are reference-core seconds; host.cpu counts the host's own cores, each core_speed of the reference
         speed = system.host.cpu_spec.core_speed

@@ -9,7 +9,7 @@ data loader:
     CPU (`cpu_bytes_per_core_second` of file parsing per core, plus
     `cpu_seconds_per_sample` of opening and decoding where a real loader does it; a
     byte read from the drive also costs the allocation of its page-cache page and the
-    copy out, at the host's rate, models.host_io.page_copy_seconds_per_byte);
+    copy out, at the host's rate, models.host_io.page_read_seconds_per_byte);
   - the workers start `loader_start` after the first epoch begins (process start-up),
     a wait that falls in the first step (left out of AU, in the epoch time);
   - a worker is one process with one synchronous request in flight, so its rate is
