@@ -231,3 +231,47 @@ PROVENANCE: dict[str, Provenance] = {
 MEMCPY = assumed_constant_of("models.host_io.memcpy_GBps_per_core", MEMCPY_GBps_PER_CORE, PROVENANCE["MEMCPY_GBps_PER_CORE"])
 PAGE_CACHE_WRITE = assumed_constant_of("models.host_io.page_cache_write_GBps_per_core", PAGE_CACHE_WRITE_GBps_PER_CORE,
                                        PROVENANCE["PAGE_CACHE_WRITE_GBps_PER_CORE"])
+
+
+# ---- close-time flush of rewritten files (tests/fixtures/passes/README.md, second session)
+# A file reopened with O_TRUNC and rewritten is flushed when it is closed, in the closing thread: ext4 with
+# auto_da_alloc (the default, ext4(5)): ext4_release_file -> ext4_alloc_da_blocks -> filemap_flush; XFS always:
+# xfs_release (XFS_ITRUNCATED) -> filemap_flush.  A new file is written back later by the flusher while the writer
+# goes on.  Measured on the device host: only overwrite closes take time (0.9-3.9 s), +33 % for one CPU-bound writer.
+
+
+def flush_concurrency(sync_share: float, ranks: int) -> float:
+    """How many ranks' close flushes the drive serves at once: 1 when the ranks have drifted apart (share 0: each
+    flush runs alone, first come first served, while the others make their next file), all of them when they run in
+    lockstep (share 1: identical ranks close together and NVMe round-robin arbitration serves them at equal shares)."""
+    if not 0.0 <= sync_share <= 1.0:
+        raise ValueError(f"flush_sync_share: expected a share in [0, 1], found {sync_share!r}")
+    if ranks < 1:
+        raise ValueError(f"ranks: expected >= 1, found {ranks!r}")
+    return 1.0 + sync_share * (ranks - 1)
+
+
+def close_flush_seconds(files: int, file_bytes: float, ranks: int, host_Bps: float, drive_Bps: float,
+                        concurrent: float) -> float:
+    """Seconds until the last of `ranks` identical ranks has made and flushed its `files` files of `file_bytes` each:
+    per file, CPU time c = file_bytes / host_Bps, then the close flush, served `concurrent` (k) at a time at equal
+    shares of the drive (f = file_bytes / drive_Bps alone), in arrival order.  The ranks settle into ranks / k groups
+    whose flushes follow each other: while the drive has idle time (ranks x f <= c + k x f) a rank's cycle is
+    c + k x f and the last group ends (ranks - k) x f after the first; otherwise the drive binds from the first close
+    on.  Exact where k divides ranks (tests/test_close_flush.py's event simulation); between, the same line."""
+    if files < 0 or file_bytes < 0.0 or not host_Bps > 0.0 or not drive_Bps > 0.0:
+        raise ValueError(f"need files, file_bytes >= 0 and rates > 0, found {files!r}, {file_bytes!r}, {host_Bps!r}, {drive_Bps!r}")
+    if not 1.0 <= concurrent <= ranks:
+        raise ValueError(f"concurrent: expected 1..{ranks} flushes at once, found {concurrent!r}")
+    if files == 0 or file_bytes == 0.0:
+        return 0.0
+    c, f = file_bytes / host_Bps, file_bytes / drive_Bps
+    return max(files * (c + concurrent * f) + (ranks - concurrent) * f, c + files * ranks * f)
+
+
+def close_flush_extra_seconds(files: int, file_bytes: float, ranks: int, host_Bps: float, drive_Bps: float,
+                              concurrent: float) -> float:
+    """What flushing at close adds to the same files written new (made at host_Bps each, written back by the flusher
+    while the ranks go on: the longer of the ranks' CPU time and the drive's time for all the bytes)."""
+    new = max(files * file_bytes / host_Bps, ranks * files * file_bytes / drive_Bps)
+    return max(0.0, close_flush_seconds(files, file_bytes, ranks, host_Bps, drive_Bps, concurrent) - new)

@@ -115,6 +115,26 @@ class CheckpointParams(BaseModel):
         description="discard each replaced checkpoint's blocks when it is deleted (fstrim of its files); otherwise the "
         "filesystem's discard policy (storage.discard) decides",
     )
+    layers: int | None = Field(
+        default=None, ge=1, le=100_000,
+        description="transformer layers: each rank writes its weights as one file per layer of its pipeline stage "
+        "(ceil(layers / pp) files, as DLIO's save_state does); unset: one weights file per rank",
+    )
+    rewrite_names: bool = Field(
+        default=False,
+        description="a later pass opens the names the pass before it wrote again with open(name, 'wb') (O_TRUNC), as a "
+        "rerun of DLIO does: ext4 (auto_da_alloc) and XFS then flush each rewritten file when it is closed, in the "
+        "rank's own thread (models.host_io.close_flush_seconds); false: new names, written back by the flusher",
+    )
+    flush_sync_share: Fraction = assumed_field(
+        0.5, low=0.0, high=1.0, ge=0, le=1,
+        description="how synchronised the ranks' close flushes are (rewrite_names): 0 = the ranks have drifted apart "
+        "so one flush runs at a time while the others make their next file, 1 = lockstep, all ranks flush together",
+        note="no study states how its ranks' file closes line up; the range's median is the point value",
+        range_note="the physical bracket itself: 0, ranks drifted apart, flushes served one at a time first come first "
+        "served (the least a rank can wait: its own bytes); 1, identical ranks in lockstep, served at equal shares by "
+        "NVMe round-robin arbitration (the most: every rank waits for all ranks' bytes); "
+        "tests/fixtures/passes/README.md, second session")
     restore: bool = Field(default=False, description="read the last checkpoint back after saving")
     mlperf: MlperfProcedure | None = Field(
         default=None, description="run MLPerf Storage v2.0/v3.0 checkpointing: N writes with fsync, N reads, scoring over ranks and runs"

@@ -94,6 +94,9 @@ class RankSaver:
         self.cores = [engine.constraint(f"ckpt.rank{r}.core", self.core_speed) for r in range(len(plan.parts))]
         self.memory_passes = 3.0 if params.io_path == "buffered" else 2.0  # serializer writes, (page-cache copy), DMA reads
         self.writeback: list[simpy.Event | None] = [None] * len(plan.parts)  # each rank's pending writeback of its last dirty bytes
+        # DLIO writes a rank's weights as one file per layer of its pipeline stage, its optimizer state as one file
+        self.weight_files = 1 if params.layers is None else math.ceil(params.layers / params.parallelism()["pp"])
+        self.flush_concurrency = host_io.flush_concurrency(params.flush_sync_share, max(1, plan.writers))
 
     def host_usage(self, rank: int, cost: float) -> Usage:
         host, gpus = self.ctx.system.host, self.ctx.system.gpus
@@ -107,12 +110,23 @@ class RankSaver:
         # writers fill the page cache at their own pace while it has room; writeback takes what the drive has left
         yield self.ctx.engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
 
-    def save(self, rank: int, drive: Usage) -> Generator[simpy.Event, object, None]:
+    def close_flush_seconds(self, amount: float, files: int, cost: float, drive: Usage) -> float:
+        """Seconds a rewritten part takes when each of its files is made, then flushed at close
+        (models.host_io.close_flush_seconds, all writing ranks alike, at the drive's rate for this access)."""
+        drive_Bps = min(c.capacity / k for c, k in drive if k > 0.0)
+        return host_io.close_flush_seconds(files, amount / files, max(1, self.plan.writers), self.core_speed / cost,
+                                           drive_Bps, self.flush_concurrency)
+
+    def save(self, rank: int, drive: Usage, rewrite: bool = False) -> Generator[simpy.Event, object, None]:
+        """One rank's save; `rewrite`: its files replace the same names of a pass before (O_TRUNC), so each is
+        flushed when it is closed (CheckpointParams.rewrite_names)."""
         env, engine, params, plan = self.ctx.env, self.ctx.engine, self.params, self.plan
         part = plan.parts[rank]
-        phases = [(a, c) for a, c in ((part[1], self.optimizer_cost), (part[0], self.weight_cost)) if a > 0.0]
+        phases = [(a, c, n) for a, c, n in ((part[1], self.optimizer_cost, 1), (part[0], self.weight_cost, self.weight_files))
+                  if a > 0.0]
         budget = plan.dirty_budget * plan.shards[rank] / plan.size  # this rank's share of the dirty pages
-        for amount, cost in phases:
+        for amount, cost, files in phases:
+            start = env.now
             pending = self.writeback[rank]
             # the page cache has room for `tail` bytes unless this rank's earlier dirty bytes still hold it
             tail = min(budget, amount) if pending is None or pending.processed else 0.0
@@ -126,6 +140,18 @@ class RankSaver:
                 flows.append(absorb.done)
             if flows:
                 yield simpy.AllOf(env, flows)
+            if not rewrite:
+                continue
+            if amount / files <= budget:
+                # every file is dirty whole when it is closed: the rank makes it, then waits for its flush, so the
+                # part takes at least the law's time (the bytes themselves went through the flows above)
+                wait = self.close_flush_seconds(amount, files, cost, drive) - (env.now - start)
+                if wait > 0.0:
+                    yield env.timeout(wait)
+            elif (pending := self.writeback[rank]) is not None and not pending.processed:
+                # a file larger than the dirty budget: the flusher wrote most of it; its dirty remainder is
+                # flushed at close while all ranks close theirs (the same at both ends of flush_sync_share)
+                yield pending
         last = self.writeback[rank]
         if params.fsync and last is not None and not last.processed:
             yield last

@@ -38,7 +38,13 @@ fill study.  Every checkpoint is a file announced to the volume
 with `trim`, or as its own policy says) and places the new one, and each
 drive's FTL works out what it costs (simulator/storage/ssd.py, models.ftl);
 per pass the result gives the drives' write amplification, FTL-valid share
-at the start, NAND bytes and endurance used.
+at the start, NAND bytes and endurance used.  With `rewrite_names` a later
+pass opens the same names again (O_TRUNC, a rerun of DLIO): ext4 and XFS
+flush each rewritten file when it is closed, in the rank's thread, so a
+rank makes a file, then waits for its flush; the part takes at least
+models.host_io.close_flush_seconds for the rank's files (`layers` / pp
+weight files), with the ranks' flushes `flush_sync_share` synchronised
+(assumed 0..1); a file above the dirty budget waits for its dirty remainder.
 
 Restore.  With `restore: true`, after the saves every rank reads its shard of
 the last checkpoint back (host-to-device copy when copy_from_gpu).
@@ -86,7 +92,8 @@ def _training(ctx: RunContext, params: CheckpointParams, plan: ShardPlan, saver:
         system.volume.store(FileWrite(f"ckpt{number}", replaced, True if params.trim else None), plan.size, saves)
         drive_usage = system.volume.usage(saves)
         start = env.now
-        ranks = [env.process(saver.save(r, drive_usage)) for r, amount in enumerate(plan.shards) if amount > 0]
+        rewrite = params.rewrite_names and replaced is not None  # the same names again: flushed at close
+        ranks = [env.process(saver.save(r, drive_usage, rewrite)) for r, amount in enumerate(plan.shards) if amount > 0]
         yield simpy.AllOf(env, ranks)
         out.starts.append(start)
         out.durations.append(env.now - start)
