@@ -113,7 +113,7 @@ class RankSaver:
     def close_flush_seconds(self, amount: float, files: int, cost: float, drive: Usage) -> float:
         """Seconds a rewritten part takes when each of its files is made, then flushed at close
         (models.host_io.close_flush_seconds, all writing ranks alike, at the drive's rate for this access)."""
-        drive_Bps = min(c.capacity / k for c, k in drive if k > 0.0)
+        drive_Bps = min((c.capacity / k for c, k in drive if k > 0.0), default=math.inf)
         return host_io.close_flush_seconds(files, amount / files, max(1, self.plan.writers), self.core_speed / cost,
                                            drive_Bps, self.flush_concurrency)
 
