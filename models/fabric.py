@@ -101,6 +101,28 @@ TCP_CPU = assumed_constant(
     "an upper bound offloads have since cut)")
 # RDMA places data directly in registered memory (RFC 5532 sect. 4): no per-byte CPU.
 RDMA_CPU_S_PER_BYTE = 0.0
+# TCP_CPU is stated at the 1500-B Ethernet MTU.  Of it, the copy is paid per byte whatever the MTU; the rest is the
+# stack's per-segment work (skb allocation, protocol processing, ACKs), paid once per MSS of payload.  A jumbo MTU
+# carries 6.2x the payload per segment, so a connection's core moves more bytes (RFC 894 framing: MSS = MTU - 52 with
+# TCP timestamps).
+TCP_COPY = assumed_constant(
+    "models.fabric.tcp_copy_seconds_per_byte", 0.1e-9, low=0.07e-9, high=0.15e-9, shape="log-uniform",
+    note="the copy alone, ~10 GB/s per server core: TCP_CPU's own low end (one memcpy of each byte, socket buffer <-> "
+    "page cache), the rest of TCP_CPU at 1500 B being per-segment work",
+    range_note="a single core's streaming copy of data not in cache: low 7 GB/s (0.15 ns/B, a 2 GHz Skylake-SP core), "
+    "high ~14 GB/s (0.07 ns/B, a Zen 4 or Golden Cove core at 3+ GHz); STREAM's per-core copy on server parts lies in this band")
+TCP_REFERENCE_MSS_BYTES = 1500 - 52
+
+
+def tcp_cpu_seconds_per_byte(mtu: int | None = None) -> float:
+    """One side's TCP CPU per payload byte (reference core) at an Ethernet MTU: the copy plus the per-segment work
+    TCP_CPU carries at 1500 B, spread over the MSS.  Without an MTU, TCP_CPU as stated (1500 B)."""
+    at_1500 = constant(TCP_CPU.name)
+    if mtu is None:
+        return at_1500
+    copy = min(constant(TCP_COPY.name), at_1500)
+    per_segment_s = (at_1500 - copy) * TCP_REFERENCE_MSS_BYTES
+    return copy + per_segment_s / max(1, mtu - 52)
 
 
 def _protocol_constant(protocol: str, what: str, value: float, low: float, high: float, note: str, range_note: str) -> str:

@@ -55,6 +55,14 @@ PUBLIC_MULTINODE_PREFIX = "mlps1.mn."
 # Issue 35: Solidigm's GDS page states no gdsio options; at the assumed four threads (NVIDIA's GDS-on-NVMe walk-through)
 # the P5520 serves 64 KiB and 128 KiB reads at too low a depth; the assumed range's high end (16 threads) meets them.
 KNOWN_MISSES |= {"sol.gds.p5520.64k", "sol.gds.p5520.128k"}
+# issue 30 (branch arrays): public array and NFS rows beyond the five studies (scenarios/library/arrays/), each source a
+# public repository's file.  Of burrito's RDMA / TCP ratios to a ramdisk export, the sequential writes miss: the model
+# lets RDMA writes run at the 100GbE port (12.2 GB/s) while the page's ratio puts them near 7 GB/s, so something on the
+# server's write path binds that the model lacks; and NFSv4.2's random-read ratio (2.30 against NFSv3's 1.84) needs a
+# version difference the model does not have (docs/arrays.md).
+PUBLIC_ARRAYS_PREFIX = "arrays."
+KNOWN_MISSES |= {"arrays.burrito.nfs3.seqwrite.rdma_vs_tcp", "arrays.burrito.nfs4.seqwrite.rdma_vs_tcp",
+                 "arrays.burrito.nfs4.randread.rdma_vs_tcp"}
 
 
 def _reference() -> dict:
@@ -87,6 +95,8 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
         assert (row.ratio is not None) == is_ratio, mid
     public = {rid for rid, row in rows.items()
               if rid.startswith(PUBLIC_MULTINODE_PREFIX) and "mlcommons/storage_results_v1.0 Closed/" in row.source}
+    public |= {rid for rid, row in rows.items()
+               if rid.startswith(PUBLIC_ARRAYS_PREFIX) and ("iorchard/burrito" in row.source or "deepspeedai/DeepSpeed" in row.source)}
     gds = _public_evidence_gds()
     for rid, value in gds.items():
         assert rows[rid].measured == pytest.approx(value, rel=1e-12), rid
@@ -187,8 +197,8 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     errors = [abs(r.predicted - r.measured) / r.measured for r in predicted]
     headline = report.summary["predicted"]
     # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 2: the gdsio rows, no longer fitted;
-    # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows
-    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20
+    # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10: issue 30's array and NFS rows
+    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)

@@ -95,6 +95,12 @@ class NfsStorageConfig(BaseModel):
         "work item, xprtsock.c; the server's XPT_BUSY: one nfsd thread reads a socket at a time), so TCP's per-byte "
         "CPU binds at nconnect cores; RPC/RDMA moves no bytes through the CPU",
     )
+    mtu: int | None = Field(
+        default=None, ge=576, le=9216,
+        description="Ethernet MTU of the TCP transport (jumbo frames: 9000).  TCP's per-segment CPU is spread over "
+        "MTU - 52 payload bytes (models.fabric.tcp_cpu_seconds_per_byte); default: the 1500-B figure the per-byte "
+        "cost is stated at.  RPC/RDMA moves no bytes through the CPU and ignores it",
+    )
     transport_slots: int | None = Field(
         default=None, ge=1, le=65536,
         description="RPCs the transport carries at once; overrides the protocol's own.  Default by protocol: rdma the "
@@ -124,6 +130,8 @@ class NfsVolume(FrontVolume):
         self.fabric = config.fabric
         self.protocol = f"nfs-{config.protocol}"
         self.cost = fab.protocol_cost(self.protocol)
+        # TCP's per-byte CPU at the stated MTU (the protocol cost carries it at 1500 B); RDMA's is zero
+        self.per_byte_s = fab.tcp_cpu_seconds_per_byte(config.mtu) if config.protocol == "tcp" else self.cost.server_cpu_s_per_byte
         self.rsize = float(config.rsize)
         self.wsize = float(config.wsize)
         self.server_threads = int(config.server_threads)
@@ -160,18 +168,18 @@ class NfsVolume(FrontVolume):
         rpc = min(access.block_bytes, self.wsize if access.write else self.rsize)
         wire = 1.0 + self.cost.header_bytes / rpc
         c = self.cost
-        server_cpu = c.server_cpu_s_per_byte + c.server_cpu_s_per_op / rpc
+        server_cpu = self.per_byte_s + c.server_cpu_s_per_op / rpc
         # CPU costs are stated for the reference core (CPUSpec.core_speed 1.0): a slower core takes longer
-        client_cpu = (c.client_cpu_s_per_byte + c.client_cpu_s_per_op / rpc) / self.host.core_speed
+        client_cpu = (self.per_byte_s + c.client_cpu_s_per_op / rpc) / self.host.core_speed
         nics = [(self.server_rx, wire), (self.client_tx, wire)] if access.write else [(self.server_tx, wire), (self.client_rx, wire)]
         # a connection's bytes: one core at a time on each side, whichever is slower per byte binds
-        per_connection = max(c.client_cpu_s_per_byte / self.host.core_speed, c.server_cpu_s_per_byte / self.server_core_speed)
+        per_connection = max(self.per_byte_s / self.host.core_speed, self.per_byte_s / self.server_core_speed)
         return [*nics, (self.server.cpu, server_cpu), (self.server.memory, self.server_dram), (self.host.cpu, client_cpu),
                 (self.connections, per_connection)]
 
     def cpu_seconds(self, rpc: Access) -> float:
         """Server CPU per RPC (reference-core seconds)."""
-        return self.cost.server_cpu_s_per_op + self.cost.server_cpu_s_per_byte * rpc.block_bytes
+        return self.cost.server_cpu_s_per_op + self.per_byte_s * rpc.block_bytes
 
     def thread_seconds(self, rpc: Access) -> float:
         """Time an nfsd thread holds one RPC with nothing else queued: a READ waits for the export's read (the
