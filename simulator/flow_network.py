@@ -43,15 +43,24 @@ GC_YOUNG_THRESHOLD = 10_000
 @contextmanager
 def fewer_young_collections() -> Iterator[None]:
     """Raise the young generation's threshold to GC_YOUNG_THRESHOLD while the body runs (not if a caller set it
-    higher or switched the collector off), then put back what was there."""
+    higher or switched the collector off), then put back what was there.  The objects alive before the run are frozen
+    for its length (gc.freeze, O(1)): the run's older-generation scans then visit only what the run allocated, not
+    the process's whole heap of modules, schemas and earlier results (row 6, 16,384 GPUs: full collections 0.65 s ->
+    0.03 s of wall time, gc.callbacks; a sampler's hundreds of runs each scanned the catalog and pydantic schemas).
+    Nothing is lost: cyclic garbage among them waits for the first collection after the run."""
     young, *older = gc.get_threshold()
     if young == 0 or young >= GC_YOUNG_THRESHOLD:
         yield
         return
     gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
+    freeze = gc.get_freeze_count() == 0  # a caller that froze objects itself keeps them as it left them
+    if freeze:
+        gc.freeze()
     try:
         yield
     finally:
+        if freeze:
+            gc.unfreeze()
         gc.set_threshold(young, *older)
 
 
