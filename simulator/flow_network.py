@@ -149,7 +149,7 @@ class Constraint:
     def private_able(self) -> bool:
         """Its load is read by nothing during a run (no meter, no device state, no watcher, a finite capacity),
         so when one flow or one class of flows alone crosses it, it may act as that flow's rate bound."""
-        return not self.meters and self.dynamics is None and self.watcher is None and not math.isinf(self.capacity)
+        return not self.meters and self.dynamics is None and self.watcher is None and self.capacity != math.inf  # >= 0, not NaN
 
     def __repr__(self) -> str:
         return f"Constraint({self.name!r}, capacity={self.capacity:g}, load={self.load:g})"
@@ -178,6 +178,7 @@ class Flow:
         "end_time",
         "group",
         "index",
+        "items",
         "last_time",
         "max_rate",
         "name",
@@ -221,6 +222,7 @@ class Flow:
         self.end_time: float | None = None
         self.index = index
         self.tag = tag
+        self.items: tuple[tuple[int, float, Constraint], ...] | None = None  # usage by constraint index (class_entries.class_key)
         # usage as arrays of constraint indices and coefficients, built on first vectorised allocation
         self.usage_cols: np.ndarray | None = None
         self.usage_coefs: np.ndarray | None = None
