@@ -35,7 +35,7 @@ def test_a_cached_catalog_has_the_entries_the_yaml_gives(tmp_path: Path, monkeyp
     assert len(list(tmp_path.glob("catalog-*.pickle"))) == 1
 
 
-def test_a_changed_source_misses_the_key_and_old_copies_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_source_misses_the_key_and_the_oldest_copies_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     source = tmp_path / "extra.yaml"
     source.write_text("kind: gpu\nentries: {}\n")
@@ -50,7 +50,11 @@ def test_a_changed_source_misses_the_key_and_old_copies_go(tmp_path: Path, monke
     source.write_text("kind: gpu\nentries: {}\n# edited\n")
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
     assert cache.cached([source], build) == 2
-    assert len(list((tmp_path / "cache").glob("catalog-*.pickle"))) == 1
+    assert len(list((tmp_path / "cache").glob("catalog-*.pickle"))) == 2
+    for _ in range(cache.KEEP + 2):  # older copies beyond KEEP go
+        os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
+        cache.cached([source], build)
+    assert len(list((tmp_path / "cache").glob("catalog-*.pickle"))) == cache.KEEP
 
 
 def test_an_empty_cache_setting_turns_it_off_and_an_unwritable_folder_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,8 @@ from typing import TypeVar
 
 CACHE_ENV = "IOWATT_CACHE_DIR"
 MODELS_DIR = Path(__file__).resolve().parent.parent
+# copies kept: a few checkouts or installs used side by side each keep theirs (a setting; any value >= 1 is correct)
+KEEP = 8
 
 T = TypeVar("T")
 
@@ -48,6 +50,15 @@ def _fingerprint(catalog_files: list[Path]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
+def _prune(folder: Path, kept: Path) -> None:
+    """Keep the KEEP newest copies: one per checkout or installed copy in use (their paths are in the key), while
+    copies for sources as they were before an edit are never read again."""
+    copies = sorted(folder.glob("catalog-*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in copies[KEEP:]:
+        if old != kept:
+            old.unlink(missing_ok=True)
+
+
 def cached(catalog_files: list[Path], build: Callable[[], T]) -> T:
     """`build()`, or its pickled result from an earlier process with the same fingerprint."""
     folder = cache_dir()
@@ -68,9 +79,7 @@ def cached(catalog_files: list[Path], build: Callable[[], T]) -> T:
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, path)
         temporary = None
-        for old in folder.glob("catalog-*.pickle"):  # copies for sources as they were: never read again
-            if old != path:
-                old.unlink(missing_ok=True)
+        _prune(folder, path)
     except (OSError, pickle.PicklingError):
         pass  # a read-only home: every process reads the YAML, as before
     finally:
