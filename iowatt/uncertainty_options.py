@@ -15,7 +15,7 @@ UncertaintyOption = Annotated[
                  "assumed defaults, catalog values' ranges, model constants) and name the unknowns that move the result most."),
 ]
 SamplesOption = Annotated[
-    int, typer.Option("--samples", help="With --uncertainty: base points of the sampling design (runs: about samples x (inputs kept + 2)).")
+    int, typer.Option("--samples", help="With --uncertainty: base points of the sampling design (runs: about samples x (inputs ranked + 2)).")
 ]
 LevelOption = Annotated[float, typer.Option("--level", help="With --uncertainty: the central interval reported, e.g. 0.9 for 5 %..95 %.")]
 MethodOption = Annotated[

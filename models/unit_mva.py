@@ -43,8 +43,11 @@ def _recursion(delay_s: float, units: float, service_s: float, n: int) -> float:
     part = units - whole
     q = p = 0.0
     r = delay_s + units * service_s
+    # the loop-invariant products, hoisted: Python evaluates a + b * c + d * e * q left to right, so
+    # (a + b * c) + (d * e) * q is the same arithmetic, bit for bit (the loop runs up to EXACT_LIMIT times per call)
+    alone, full_s, part_s = r, whole * service_s, part * service_s
     for k in range(1, n + 1):
-        r = delay_s + units * service_s + whole * service_s * q + part * service_s * p
+        r = alone + full_s * q + part_s * p
         x = k / r
         q = x * service_s * (1.0 + q)
         p = x * part * service_s * (1.0 + p)

@@ -10,9 +10,10 @@
    an input that moves no output by more than `screen` (relative) is left at its value.
 3. Sampling, by one of two methods:
    sobol  a Saltelli design over the kept inputs (matrices A, B and A with column i from B, A and B the halves of one
-          Latin hypercube seeded by the scenario's seed: samples x (kept + 2) runs).  Every design row is a draw from the
-          inputs' joint distribution, so all rows give the interval; the A/A_B^i pairs give Sobol' total effects
-          (Jansen).  The default of `run`, `compare`, `sweep` and `plan`.
+          Latin hypercube seeded by the scenario's seed).  Every design row is a draw from the inputs' joint
+          distribution, so all rows give the interval; the A/A_B^i pairs give Sobol' total effects (Jansen).  Only the
+          kept inputs that screening shows could reach a reported share (RANK_SWING) get an A_B^i matrix:
+          samples x (ranked + 2) runs.  The default of `run`, `compare`, `sweep` and `plan`.
    oat    no further runs: the screening's three points per input (5 %, the given value, 95 %) make a piecewise-linear
           effect of each input, and their sum (an additive surrogate, as a first-order Taylor expansion but through
           each input's whole range) is sampled instead of the engine; shares are each effect's variance.  Exact for an
@@ -48,6 +49,13 @@ Document = dict[str, Any]
 # Plausible 0.1 %..2 %: below, inputs at the engine's numerical noise are kept and cost runs; above, a few dropped
 # inputs together could reach the 3 % a measurement resolves.
 SCREEN_SHARE = 0.005
+# sobol: an input gets its own A_B^i matrix (m runs, for its total effect) only if at screening it moves some output by at
+# least this share of the largest swing any input gives that output.  Below it, its first-order share of that output's
+# variance is at most RANK_SWING^2 = 1 % (variance ~ swing^2 for a monotone effect), the share below which summarise
+# reports no sensitivity, so its matrix would cost m runs to print nothing; it is still drawn in A and B, so the interval
+# carries it.  Assumed, a method setting: plausible 0.05..0.2 (0.25 %..4 % of variance); interactions only (an input that
+# moves nothing alone) were never seen by the screening either.
+RANK_SWING = 0.1
 # oat: draws of the additive surrogate (no engine runs).  Its quantiles are then known to within 1/4096 of the range's
 # quantile scale, far below any interval's width; evaluating it costs milliseconds.
 SURROGATE_DRAWS = 4096
@@ -93,6 +101,7 @@ class Propagation:
     effects: dict[str, float]            # input key -> largest relative 5 %-95 % swing at screening
     baseline: list[Document]             # the runs at the given values, one per scenario
     rows: list[list[Outputs] | None] = field(default_factory=list)
+    ranked: list[UncertainInput] = field(default_factory=list)  # sobol: the kept inputs with an A_B^i matrix (RANK_SWING)
     failures: list[str] = field(default_factory=list)
     screening_runs: int = 0
     screening_failed: int = 0
@@ -143,11 +152,11 @@ class Propagation:
         if self.settings.method == "oat":
             totals, items = self._surrogate(of)[1], [i for i in self.kept if i.key in self.oat]
         else:
-            k, m = len(self.kept), self.settings.base_points
+            k, m = len(self.ranked), self.settings.base_points
             if k == 0 or not self.rows:
                 return []
             v = self.values(of)
-            totals, items = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)]), self.kept
+            totals, items = jansen_total_effects(v[:m], v[m:2 * m], [v[(2 + i) * m:(3 + i) * m] for i in range(k)]), self.ranked
         ranked = sorted(zip(_labels(items), shares(totals), strict=True), key=lambda p: -p[1])
         return [(path, share) for path, share in ranked if share > 0]
 
@@ -322,6 +331,7 @@ def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
     rows = [{item.key: _draw(item, u)} for item in result.inputs for u in (0.05, 0.95)]
     outcomes = _execute(executor, subjects, rows, paths, tuple(base))
     result.screening_runs = len(rows)
+    swings: dict[str, dict[tuple[int, str], float]] = {}  # input key -> (scenario, output) -> relative swing
     for n, item in enumerate(result.inputs):
         (low, low_error), (high, high_error) = outcomes[2 * n], outcomes[2 * n + 1]
         if low is None or high is None:
@@ -330,9 +340,17 @@ def _screen(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
             result.effects[item.key] = math.inf  # an input that breaks a run matters
             continue
         result.oat[item.key] = (low, high)
-        result.effects[item.key] = max((_swing(b.get(k), lo.get(k), hi.get(k)) for b, lo, hi in zip(base, low, high, strict=True)
-                                        for k in b), default=0.0)
+        swings[item.key] = {(s, k): _swing(b.get(k), lo.get(k), hi.get(k))
+                            for s, (b, lo, hi) in enumerate(zip(base, low, high, strict=True)) for k in b}
+        result.effects[item.key] = max(swings[item.key].values(), default=0.0)
     result.kept = [i for i in result.inputs if result.effects[i.key] > result.settings.screen]
+    largest: dict[tuple[int, str], float] = {}
+    for by_output in swings.values():
+        for output, swing in by_output.items():
+            largest[output] = max(largest.get(output, 0.0), swing)
+    result.ranked = [i for i in result.kept if i.key not in swings  # a run failed: it matters
+                     or any(swing > result.settings.screen and swing >= RANK_SWING * largest[output]
+                            for output, swing in swings[i.key].items())]
 
 
 def _swing(base: float | None, low: float | None, high: float | None) -> float:
@@ -347,8 +365,9 @@ def _sample(result: Propagation, subjects: tuple[Subject, ...], paths: tuple[tup
     k, m = len(result.kept), result.settings.base_points
     if k == 0:
         return
+    mixed = [result.kept.index(item) for item in result.ranked]
     rows = [{item.key: _draw(item, float(u)) for item, u in zip(result.kept, point, strict=True)}
-            for point in correlate(result.kept, saltelli_design(k, m, seed))]
+            for point in correlate(result.kept, saltelli_design(k, m, seed, mixed))]
     for outputs, error in _execute(executor, subjects, rows, paths, tuple(result.base_outputs)):
         result.rows.append(outputs)
         if outputs is None and len(result.failures) < 20:
@@ -365,13 +384,14 @@ def latin_hypercube(n: int, d: int, seed: int) -> Any:
     return (np.argsort(rng.random((d, n)), axis=1).T + rng.random((n, d))) / n
 
 
-def saltelli_design(k: int, m: int, seed: int) -> list[list[float]]:
-    """Quantiles in [0, 1) for k inputs: the m rows of A, the m rows of B, then A with column i from B for each i
-    (Saltelli et al. 2010), A and B the two halves of one Latin hypercube in 2k dimensions."""
+def saltelli_design(k: int, m: int, seed: int, mixed: Sequence[int] | None = None) -> list[list[float]]:
+    """Quantiles in [0, 1) for k inputs: the m rows of A, the m rows of B, then A with column i from B for each i of
+    `mixed` (default: all k; Saltelli et al. 2010), A and B the two halves of one Latin hypercube in 2k dimensions."""
     points = latin_hypercube(m, 2 * k, seed)
     a, b = points[:, :k].tolist(), points[:, k:].tolist()
-    mixed = [[[*row[:i], b[n][i], *row[i + 1:]] for n, row in enumerate(a)] for i in range(k)]
-    return [*a, *b, *(row for matrix in mixed for row in matrix)]
+    columns = range(k) if mixed is None else mixed
+    mixed_rows = [[[*row[:i], b[n][i], *row[i + 1:]] for n, row in enumerate(a)] for i in columns]
+    return [*a, *b, *(row for matrix in mixed_rows for row in matrix)]
 
 
 def _draw(item: UncertainInput, u: float) -> float:

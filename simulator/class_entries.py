@@ -108,12 +108,19 @@ class FlowClass:
 
 
 def class_key(f: Flow) -> Key:
+    items = f.items
+    if items is None:  # made once per flow (its usage never changes): by constraint index, which are distinct
+        items = f.items = tuple(sorted([(c.index, k, c) for c, k in f.usage.items()], key=_by_index))
     cap = math.inf if f.max_rate is None else f.max_rate
     shared: list[tuple[int, float, Constraint]] = []
-    for c, k in f.usage.items():
+    for item in items:
+        c = item[2]
         if len(c.flows) == 1 and c.private_able:
-            cap = min(cap, c.capacity / k)
+            cap = min(cap, c.capacity / item[1])
         else:
-            shared.append((c.index, k, c))
-    shared.sort()  # by constraint index: indices are distinct, so the constraints themselves are never compared
+            shared.append(item)
     return f.weight, cap, tuple(shared)
+
+
+def _by_index(item: tuple[int, float, Constraint]) -> int:
+    return item[0]

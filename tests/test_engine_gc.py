@@ -43,3 +43,21 @@ def test_results_do_not_depend_on_the_collector_threshold_and_it_is_restored(mon
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_run_freezes_what_was_alive_before_it_and_thaws_it_after():
+    """gc.freeze moves objects out of the collector's scans and unfreeze puts them back: results are the same, and
+    the freeze count is back to what it was (0), or left alone where a caller froze objects itself."""
+    baseline = _run()
+    seen: list[int] = []
+    with flow_network.fewer_young_collections():
+        seen.append(gc.get_freeze_count())
+    assert seen[0] > 0 and gc.get_freeze_count() == 0
+    assert _run() == baseline and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert _run() == baseline
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

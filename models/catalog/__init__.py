@@ -89,9 +89,16 @@ def _parse_file(path: Path) -> list[CatalogEntry]:
 
 @cache
 def _load() -> tuple[dict[str, CatalogEntry], dict[str, str]]:
+    from iowatt.models.catalog.pickled import cached
+
+    files = sorted(CATALOG_DIR.glob("*.yaml"))
+    return cached(files, lambda: _read(files))
+
+
+def _read(files: list[Path]) -> tuple[dict[str, CatalogEntry], dict[str, str]]:
     entries: dict[str, CatalogEntry] = {}
     names: dict[str, str] = {}
-    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+    for path in files:
         for entry in _parse_file(path):
             key = f"{entry.kind}:{entry.name}"
             if key in entries:
