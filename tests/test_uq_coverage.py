@@ -96,6 +96,16 @@ def test_calibrated_inputs_are_drawn_from_their_fit():
     assert generate.range.low < 0.362 < generate.range.high
 
 
+def test_assumed_stated_inputs_are_drawn_over_their_range():
+    """A value a scenario states only because a run needs one (its provenance record says `assumed`, with a range) is
+    uncertain like an unset assumed field: the gdsio threads of a study that names no gdsio options.  Oracle: the
+    scenario's own provenance record (1..16 threads, log-uniform, a whole number)."""
+    _, inputs = subject_of(load("gds/solidigm_gh200_p5520"), "x", set())
+    threads = {i.path: i for i in inputs}["workload.threads"]
+    assert (threads.range.low, threads.range.high, threads.range.shape) == (1.0, 16.0, "log-uniform")
+    assert threads.integer and threads.nominal == 4.0
+
+
 def test_an_assumed_fields_default_is_its_median_or_says_what_it_is():
     with pytest.raises(ValueError, match="not its range's median"):
         assumed_field(1, low=1, high=6, shape="log-uniform", note="n", range_note="r")
