@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
-from iowatt.models.provenance import Provenance
+from iowatt.models.provenance import Provenance, range_problem
 from iowatt.simulator import workloads
 from iowatt.simulator.system import SystemConfig
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
@@ -48,6 +48,10 @@ class ScenarioBase(BaseModel):
                 if not isinstance(node, dict) or part not in node:
                     raise ValueError(f"provenance: {path!r} is not a field of this scenario (e.g. workload.cpu_seconds_per_sample)")
                 node = node[part]
+            # as in the catalog: an assumed number carries its plausible range, and a value lies inside its own range
+            problem = range_problem(node, self.provenance[path])
+            if problem is not None:
+                raise ValueError(f"provenance: {path}: {problem}")
         return self
 
 

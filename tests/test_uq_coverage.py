@@ -106,6 +106,22 @@ def test_assumed_stated_inputs_are_drawn_over_their_range():
     assert threads.integer and threads.nominal == 4.0
 
 
+@pytest.mark.parametrize(("record", "expected"), [
+    ("{p: assumed, note: n}", "needs its plausible range"),
+    ("{p: assumed, note: n, low: 8, high: 16, shape: uniform, range_note: r}", "outside its own range"),
+])
+def test_a_scenarios_assumed_record_needs_a_range_around_its_value(tmp_path: Path, record: str, expected: str):
+    """The catalog's rule holds in a scenario's provenance section too: an assumed number without a range, or a value
+    outside its own range, is refused naming the field (oracle: the rule as docs/uncertainty.md states it)."""
+    text = (Path(__file__).parents[1] / "scenarios/library/gds/solidigm_gh200_p5520.yaml").read_text()
+    data = yaml.safe_load(text)
+    data["provenance"] = {"workload.threads": yaml.safe_load(record)}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ScenarioError, match=f"workload.threads: .*{expected}"):
+        load(str(path))
+
+
 def test_an_assumed_fields_default_is_its_median_or_says_what_it_is():
     with pytest.raises(ValueError, match="not its range's median"):
         assumed_field(1, low=1, high=6, shape="log-uniform", note="n", range_note="r")
