@@ -219,6 +219,8 @@ def _stated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool, 
         spread = range_of(prov, float(value))
         if spread is None or spread.low == spread.high:
             continue  # a discrete choice (a layout, a stream count) or a fit without its standard error
+        if not spread.low <= value <= spread.high:
+            continue  # the record does not describe this value: a user's --set replaced the file's, and is known
         yield path, spread, isinstance(value, int), float(value)
 
 
