@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
-from iowatt.models.provenance import Provenance
+from iowatt.models.provenance import Provenance, numbers_in
 from iowatt.simulator import workloads
 from iowatt.simulator.system import SystemConfig
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
@@ -48,6 +48,12 @@ class ScenarioBase(BaseModel):
                 if not isinstance(node, dict) or part not in node:
                     raise ValueError(f"provenance: {path!r} is not a field of this scenario (e.g. workload.cpu_seconds_per_sample)")
                 node = node[part]
+            # as in the catalog, an assumed number carries its plausible range (a value outside it is not refused here:
+            # --set may override the file's value, and the sampler then takes it as known)
+            prov = self.provenance[path]
+            if prov.p == "assumed" and not prov.has_range and numbers_in(node):
+                raise ValueError(f"provenance: {path}: an assumed value needs its plausible range (low, high, shape, "
+                                 "range_note with the evidence for each end), found none")
         return self
 
 

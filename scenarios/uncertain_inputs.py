@@ -122,7 +122,7 @@ def subject_of(scenario: ScenarioBase, origin: str, constants_read: set[str]) ->
         name = dotted(path)
         inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
         appliers.append(Applier(f"field:{name}", path, integer))
-    for path, spread, integer, value in _calibrated_inputs(scenario):
+    for path, spread, integer, value in _stated_inputs(scenario):
         name = dotted(path)
         inputs.append(UncertainInput(f"field:{name}", name, spread, "field", integer, value))
         appliers.append(Applier(f"field:{name}", path, integer))
@@ -200,15 +200,17 @@ def _assumed_fields(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool,
         yield path, spread, integer, float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool, float]]:
-    """Inputs the scenario states with a calibrated provenance record (its `provenance` section) that carries the fit's
-    uncertainty: stated, but only as well as the fit knows them.  The same path in two scenarios (the fit's value in
-    every file that uses it) is one key, so both get the same draw."""
+def _stated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool, float]]:
+    """Inputs the scenario states with a provenance record (its `provenance` section) that carries a range: a
+    calibrated value with the fit's uncertainty (stated, but only as well as the fit knows it), or an assumed value
+    with its plausible range (stated because a run needs a value, not because a source gave it: the gdsio threads
+    of a study that names no gdsio options).  The same path in two scenarios (the fit's value in every file that uses
+    it) is one key, so both get the same draw."""
     if not scenario.provenance:
         return
     data = scenario.model_dump(mode="json")
     for text, prov in sorted(scenario.provenance.items()):
-        if prov.p != "calibrated":
+        if prov.p not in ("calibrated", "assumed"):
             continue
         path = _parse_dotted(text)
         value = get_at(data, path)
@@ -217,6 +219,8 @@ def _calibrated_inputs(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bo
         spread = range_of(prov, float(value))
         if spread is None or spread.low == spread.high:
             continue  # a discrete choice (a layout, a stream count) or a fit without its standard error
+        if not spread.low <= value <= spread.high:
+            continue  # the record does not describe this value: a user's --set replaced the file's, and is known
         yield path, spread, isinstance(value, int), float(value)
 
 

@@ -96,6 +96,39 @@ def test_calibrated_inputs_are_drawn_from_their_fit():
     assert generate.range.low < 0.362 < generate.range.high
 
 
+def test_assumed_stated_inputs_are_drawn_over_their_range():
+    """A value a scenario states only because a run needs one (its provenance record says `assumed`, with a range) is
+    uncertain like an unset assumed field: the gdsio threads of a study that names no gdsio options.  Oracle: the
+    scenario's own provenance record (1..16 threads, log-uniform, a whole number)."""
+    _, inputs = subject_of(load("gds/solidigm_gh200_p5520"), "x", set())
+    threads = {i.path: i for i in inputs}["workload.threads"]
+    assert (threads.range.low, threads.range.high, threads.range.shape) == (1.0, 16.0, "log-uniform")
+    assert threads.integer and threads.nominal == 4.0
+
+
+def _gds_with_threads_record(tmp_path: Path, record: str, threads: int = 4) -> str:
+    data = yaml.safe_load((Path(__file__).parents[1] / "scenarios/library/gds/solidigm_gh200_p5520.yaml").read_text())
+    data["provenance"] = {"workload.threads": yaml.safe_load(record)}
+    data["workload"]["threads"] = threads
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_a_scenarios_assumed_record_needs_a_range(tmp_path: Path):
+    """The catalog's rule holds in a scenario's provenance section too: an assumed number without a range is refused
+    naming the field (oracle: the rule as docs/uncertainty.md states it)."""
+    with pytest.raises(ScenarioError, match=r"workload\.threads: an assumed value needs its plausible range"):
+        load(_gds_with_threads_record(tmp_path, "{p: assumed, note: n}"))
+
+
+def test_a_value_outside_its_records_range_is_known(tmp_path: Path):
+    """A value the record's range does not hold (a user's --set over the file's) is not drawn from that range."""
+    record = "{p: assumed, note: n, low: 1, high: 8, shape: log-uniform, range_note: r}"
+    _, inputs = subject_of(load(_gds_with_threads_record(tmp_path, record, threads=12)), "x", set())
+    assert "workload.threads" not in {i.path for i in inputs}
+
+
 def test_an_assumed_fields_default_is_its_median_or_says_what_it_is():
     with pytest.raises(ValueError, match="not its range's median"):
         assumed_field(1, low=1, high=6, shape="log-uniform", note="n", range_note="r")
