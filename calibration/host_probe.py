@@ -50,6 +50,13 @@ def _own_folder(scratch: Path, name: str) -> Iterator[Path]:
         folder.rmdir()
 
 
+def _write_all(fd: int, buffer: np.ndarray) -> None:
+    """write() all of `buffer` to `fd` (a write may take fewer bytes than asked)."""
+    view, written = memoryview(buffer), 0
+    while written < len(view):
+        written += os.write(fd, view[written:])
+
+
 def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, repeats: int = REPEATS) -> float:
     """GB/s of one thread's buffered write() of resident memory into new files (median of `repeats`).
 
@@ -65,9 +72,7 @@ def page_cache_write_GBps(scratch: Path, size: int = PAGE_CACHE_PROBE_BYTES, rep
             fd = os.open(folder / str(k), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 start = time.perf_counter()
-                view, written = memoryview(buffer), 0
-                while written < size:
-                    written += os.write(fd, view[written:])
+                _write_all(fd, buffer)
                 rates.append(size / (time.perf_counter() - start) / 1e9)
             finally:
                 os.close(fd)
@@ -84,9 +89,7 @@ def cold_files(scratch: Path, name: str, size: int = PAGE_CACHE_PROBE_BYTES // 4
         for file in files:
             fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                view, written = memoryview(buffer), 0
-                while written < size:
-                    written += os.write(fd, view[written:])
+                _write_all(fd, buffer)
                 os.fsync(fd)
             finally:
                 os.close(fd)
