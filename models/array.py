@@ -284,9 +284,23 @@ def rebuild_reads(level: int, drives: int, failed: int) -> tuple[float, ...]:
 # md_parity_GBps_per_core), since nobody measured them on the studies' servers.
 
 
+# md's RAID 5/6 stripe cache works in stripe heads of one page per member (drivers/md/raid5.h: RAID5_STRIPE_SIZE is
+# PAGE_SIZE unless the array sets stripe_size, 4 KiB on x86; Documentation/admin-guide/md.rst, stripe_cache_size:
+# "number of entries ... one page per device"): a write's every page of data and parity is a stripe head that
+# raid5d (or a group worker) handles and submits as its own page-sized bio, which the block layer merges later.
+STRIPE_PAGE_BYTES = 4096.0
+
+
 def md_cpu_seconds_per_byte(level: int, drives: int, op: Op, request_bytes: float, device_ios: float,
-                            cpu_s_per_device_io: float, parity_bytes_per_cpu_s: float) -> float:
+                            cpu_s_per_device_io: float, parity_bytes_per_cpu_s: float,
+                            device_bytes_per_byte: float = 0.0) -> float:
     """Reference-core seconds md spends per host byte: per device I/O (bio split, clone, remap, completion), plus
-    one SIMD pass per parity for writes to RAID 5/6 (reconstructing degraded reads is left out)."""
-    parity = parity_drives(level, drives) if op == "write" else 0
-    return cpu_s_per_device_io * device_ios / request_bytes + parity / parity_bytes_per_cpu_s
+    one SIMD pass per parity for writes to RAID 5/6 (reconstructing degraded reads is left out).
+
+    RAID 5/6 writes go through the stripe cache, whose device I/Os are pages (STRIPE_PAGE_BYTES), not chunks:
+    `device_bytes_per_byte` (bytes read and written on the members per host byte) counts them.  Reads that fit a
+    chunk bypass the cache (raid5_read_one_chunk) and cost one device I/O per chunk piece."""
+    if op == "write" and level in (5, 6):
+        ios_per_byte = max(device_bytes_per_byte / STRIPE_PAGE_BYTES, device_ios / request_bytes)
+        return cpu_s_per_device_io * ios_per_byte + parity_drives(level, drives) / parity_bytes_per_cpu_s
+    return cpu_s_per_device_io * device_ios / request_bytes

@@ -63,6 +63,14 @@ KNOWN_MISSES |= {"sol.gds.p5520.64k", "sol.gds.p5520.128k"}
 PUBLIC_ARRAYS_PREFIX = "arrays."
 KNOWN_MISSES |= {"arrays.burrito.nfs3.seqwrite.rdma_vs_tcp", "arrays.burrito.nfs4.seqwrite.rdma_vs_tcp",
                  "arrays.burrito.nfs4.randread.rdma_vs_tcp"}
+# Two Linux md commits with measurements: in Stockhausen's RAID 6 random writes the rate is nearly flat in IOPS from
+# 4 KiB to 512 KiB, so the full stripe's 10 writes (the model: 1.74x the 256 KiB bandwidth) run as fast as a 256 KiB
+# write's reconstruct-write (measured 2.60x): a per-request cost the model lacks dominates (md's write-intent bitmap
+# is the candidate).  In Shaohua Li's, group_thread_cnt=4 lifts a 9-disk array 1.58x where the model lets the
+# workers take all of raid5d's work (2.34x): the commit keeps a hard-disk array's device I/O dispatch on raid5d.
+KNOWN_MISSES |= {"arrays.stockhausen.raid6.randwrite.512k_vs_256k", "arrays.shli.raid5.seqwrite.group4_vs_one_thread"}
+# the public sources the arrays rows may cite (a public repository's file, or a Linux commit)
+PUBLIC_ARRAYS_SOURCES = ("iorchard/burrito", "deepspeedai/DeepSpeed", "Linux commit 584acdd49cd2", "Linux commit 765d704db1f5")
 
 
 def _reference() -> dict:
@@ -96,7 +104,7 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
     public = {rid for rid, row in rows.items()
               if rid.startswith(PUBLIC_MULTINODE_PREFIX) and "mlcommons/storage_results_v1.0 Closed/" in row.source}
     public |= {rid for rid, row in rows.items()
-               if rid.startswith(PUBLIC_ARRAYS_PREFIX) and ("iorchard/burrito" in row.source or "deepspeedai/DeepSpeed" in row.source)}
+               if rid.startswith(PUBLIC_ARRAYS_PREFIX) and any(src in row.source for src in PUBLIC_ARRAYS_SOURCES)}
     gds = _public_evidence_gds()
     for rid, value in gds.items():
         assert rows[rid].measured == pytest.approx(value, rel=1e-12), rid
@@ -198,7 +206,7 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     headline = report.summary["predicted"]
     # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 2: the gdsio rows, no longer fitted;
     # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10: issue 30's array and NFS rows
-    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10
+    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)

@@ -164,7 +164,8 @@ class RaidVolume(Volume):
             out += drive_usage(drive, writes, load.write[i])
         if self.cpu is not None:
             cpu_s = raid.md_cpu_seconds_per_byte(self.level, self.n, access.op, access.block_bytes, load.drive_ios,
-                                                 self.md_cpu_s_per_device_io, self.md_parity_Bps_per_core)
+                                                 self.md_cpu_s_per_device_io, self.md_parity_Bps_per_core,
+                                                 device_bytes_per_byte=load.read_total + load.write_total)
             out.append((self.cpu, cpu_s / self.core_speed))
             if access.write and self.stripe_threads is not None:
                 out.append((self.stripe_threads, cpu_s / self.core_speed))
