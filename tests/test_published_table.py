@@ -61,6 +61,13 @@ KNOWN_MISSES |= {"sol.gds.p5520.64k", "sol.gds.p5520.128k"}
 # server's write path binds that the model lacks; and NFSv4.2's random-read ratio (2.30 against NFSv3's 1.84) needs a
 # version difference the model does not have (docs/arrays.md).
 PUBLIC_ARRAYS_PREFIX = "arrays."
+# branch gds: BaM's block benchmark logs (public_evidence.md section 3; ZaidQureshi/bam asplosaoe/)
+PUBLIC_BAM_PREFIX = "bam."
+BAM_980PRO_OPS_PER_S = {1: 798_519, 2: 1.52355e6}  # Ops/sec of nvm_block_bench_1_sam.log and _2_sam.log
+# branch gds: BaM's block benchmark on a Samsung 980 PRO reaches 80 % of the drive's datasheet 4 KiB ceiling, which the
+# model serves (the same reading that lets the PM1743 and the CM7-R reach theirs under GIDS); two drives over one is
+# predicted (docs/gpu-direct.md)
+KNOWN_MISSES |= {"bam.block.980pro.1ssd"}
 KNOWN_MISSES |= {"arrays.burrito.nfs3.seqwrite.rdma_vs_tcp", "arrays.burrito.nfs4.seqwrite.rdma_vs_tcp",
                  "arrays.burrito.nfs4.randread.rdma_vs_tcp"}
 # Two Linux md commits with measurements: in Stockhausen's RAID 6 random writes the rate is nearly flat in IOPS from
@@ -105,6 +112,10 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
               if rid.startswith(PUBLIC_MULTINODE_PREFIX) and "mlcommons/storage_results_v1.0 Closed/" in row.source}
     public |= {rid for rid, row in rows.items()
                if rid.startswith(PUBLIC_ARRAYS_PREFIX) and any(src in row.source for src in PUBLIC_ARRAYS_SOURCES)}
+    bam = {rid for rid, row in rows.items() if rid.startswith(PUBLIC_BAM_PREFIX) and "ZaidQureshi/bam, asplosaoe/" in row.source}
+    assert rows["bam.block.980pro.1ssd"].measured == BAM_980PRO_OPS_PER_S[1]
+    assert rows["bam.block.980pro.2_vs_1"].measured == pytest.approx(BAM_980PRO_OPS_PER_S[2] / BAM_980PRO_OPS_PER_S[1], abs=5e-4)
+    public |= bam
     gds = _public_evidence_gds()
     for rid, value in gds.items():
         assert rows[rid].measured == pytest.approx(value, rel=1e-12), rid
@@ -205,8 +216,9 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     errors = [abs(r.predicted - r.measured) / r.measured for r in predicted]
     headline = report.summary["predicted"]
     # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 2: the gdsio rows, no longer fitted;
-    # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10: issue 30's array and NFS rows
-    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9
+    # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10 + 9: issue 30's array and NFS rows;
+    # 2: BaM's block benchmark on the 980 PRO (branch gds)
+    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)
