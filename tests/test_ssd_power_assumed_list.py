@@ -34,7 +34,7 @@ def _doc_rows() -> dict[tuple[str, str], tuple[str, str]]:
 
 
 def _expected() -> dict[tuple[str, str], tuple[float, float]]:
-    expected = {}
+    expected: dict[tuple[str, str], tuple[float, float]] = {}
     for kind in DRIVE_KINDS:
         for entry in catalog.entries(kind):
             for field, prov in entry.provenance.items():
@@ -63,3 +63,12 @@ def test_each_listed_range_is_the_records_range(key):
     spread = _doc_rows()[key][1]
     numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", spread)]
     assert numbers == pytest.approx([low, high]), f"{key}: doc says {spread!r}, record says {low} .. {high}"
+
+
+def test_each_listed_value_is_the_catalogs():
+    """Where the doc gives a number as the value taken, it is the catalog entry's value."""
+    by_name = {f"{kind}/{e.name}": e.spec.model_dump() for kind in DRIVE_KINDS for e in catalog.entries(kind)}
+    for (where, field), (taken, _) in _doc_rows().items():
+        value = by_name.get(where, {}).get(field)
+        if isinstance(value, float) and re.fullmatch(r"-?\d+(?:\.\d+)?", taken):
+            assert float(taken) == pytest.approx(value), f"{where} {field}: doc {taken}, catalog {value}"
