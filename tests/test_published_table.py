@@ -119,22 +119,38 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
     gds = _public_evidence_gds()
     for rid, value in gds.items():
         assert rows[rid].measured == pytest.approx(value, rel=1e-12), rid
-    extra = sorted(set(rows) - set(reference) - set(_public_evidence_passes()) - set(gds) - public)
+    power = _public_evidence_power()  # branch power: the measured drive-power points of section 4
+    for rid, value in power.items():
+        assert rows[rid].measured == pytest.approx(value, rel=1e-12), rid
+    extra = sorted(set(rows) - set(reference) - set(_public_evidence_passes()) - set(gds) - set(power) - public)
     assert not extra, f"rows that are no published measurement: {extra}"
 
 
 def _public_evidence_gds() -> dict[str, float]:
     """Row id -> GiB/s of public_evidence.md section 2's Solidigm GDS line (D7-P5520 on Grace Hopper, by IO size)."""
+    match = re.search(r"D7-P5520 7\.68 TB on Grace Hopper, GDS path: (.*?) GiB/s\.", _evidence_text())
+    if not match:
+        return {}
+    sizes = {"64 KiB": "64k", "128 KiB": "128k", "512 KiB": "512k", "1 MiB": "1m", "4 MiB": "4m"}
+    pairs = re.findall(r"(\d+ [KM]iB) ([\d.]+)", match.group(1))
+    return {f"sol.gds.p5520.{sizes[size]}": float(value) for size, value in pairs}
+
+
+def _evidence_text() -> str:
+    """public_evidence.md beside the reference file, whitespace collapsed ('' when absent)."""
     for path in REFERENCE_CANDIDATES:
         evidence = path.parent / "public_evidence.md"
         if evidence.is_file():
-            text = " ".join(evidence.read_text().split())
-            match = re.search(r"D7-P5520 7\.68 TB on Grace Hopper, GDS path: (.*?) GiB/s\.", text)
-            if match:
-                sizes = {"64 KiB": "64k", "128 KiB": "128k", "512 KiB": "512k", "1 MiB": "1m", "4 MiB": "4m"}
-                pairs = re.findall(r"(\d+ [KM]iB) ([\d.]+)", match.group(1))
-                return {f"sol.gds.p5520.{sizes[size]}": float(value) for size, value in pairs}
-    return {}
+            return " ".join(evidence.read_text().split())
+    return ""
+
+
+def _public_evidence_power() -> dict[str, float]:
+    """Row id -> value of public_evidence.md section 4's Micron 6550 ION line: its 16K random-write power and rate."""
+    match = re.search(r"16K random write ([\d.]+) W \(([\d.]+) GB/s\)", _evidence_text())
+    if not match:
+        return {}
+    return {"power.m6550.ps1.randwrite16k.power": float(match.group(1)), "power.m6550.ps1.randwrite16k.bw": float(match.group(2))}
 
 
 # the seven Gen5 drives' DLIO checkpoint passes (public_evidence.md section 1) are rows too: row id stem -> drive
@@ -217,8 +233,9 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     headline = report.summary["predicted"]
     # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 2: the gdsio rows, no longer fitted;
     # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10 + 9: issue 30's array and NFS rows;
-    # 2: BaM's block benchmark on the 980 PRO (branch gds)
-    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2
+    # 2: BaM's block benchmark on the 980 PRO (branch gds); 2: the 6550 ION's measured 16K random-write power and
+    # throughput (S08, branch power)
+    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2 + 2
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)
