@@ -65,7 +65,7 @@ def _core_speed(facts: dict[str, Any]) -> float:
 def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
     """The DLIO workload fields this machine's probes measured (none for a bundle made before they existed):
     numpy.load's cost per npz file and per byte (reference-core units: measured seconds x core_speed), DLIO's
-    loader start-up and its costs outside compute per step and per epoch (the null runs)."""
+    loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs)."""
     out: dict[str, float] = {}
     speed = _core_speed(facts)
     if facts.get("npz_seconds_per_file") is not None and facts.get("npz_GBps_per_core"):
@@ -76,7 +76,9 @@ def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
         out["cpu_bytes_per_core_second"] = float(facts["npz_GBps_per_core"]) * 1e9 / speed
     if facts.get("loader_start_seconds") is not None:
         out["loader_start"] = float(facts["loader_start_seconds"])
-    for fact, field in (("step_overhead_seconds", "step_overhead"), ("epoch_overhead_seconds", "epoch_overhead")):
+    # the hand-over of a loaded batch: measured by the null run with a compute sleep (absent from older bundles: none)
+    for fact, field in (("step_overhead_seconds", "step_overhead"), ("epoch_overhead_seconds", "epoch_overhead"),
+                        ("handover_seconds", "handover_seconds")):
         if facts.get(fact) is not None:
             out[field] = float(facts[fact])
     return out

@@ -106,7 +106,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     from iowatt.calibration.host_probe import probe
     from iowatt.calibration.plan import load_plan
     from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
-    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, machine_facts, null_runs, overheads
+    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, handover_seconds, machine_facts, null_runs, overheads
     from iowatt.calibration.runner import collect
     from iowatt.commands.ssd_profile import as_user_error, fit_ssd
     from iowatt.scenarios.realcheck_predict import predict, workload_for
@@ -117,15 +117,17 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     collect(scratch, load_plan("quick"), work / "fio", progress=None)
     _say("(b) calibrate")
     user_errors(as_user_error(fit_ssd))(work / "fio", work / "profile.yaml", base, None, 0.0, 0, "this-machine")
-    _say("(c) probe the host: page-cache writes, cold reads and npz loads (host_probe), DLIO's own overheads (null runs of two lengths)")
+    _say("(c) probe the host: page-cache writes, cold reads and npz loads (host_probe), DLIO's own costs (null runs)")
     facts: dict[str, Any] = {**machine_facts(), **probe(scratch)}
-    short, long, batched = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
+    short, long, batched, sleeping = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
     facts.update(overheads(short, long, batched, int(facts["cores"])))
+    facts.update(handover_seconds(sleeping))
     _say(f"    page-cache writes {facts['page_cache_write_GBps_per_core']:.2f} GB/s per core, cold reads "
          f"{facts['page_cache_read_GBps_per_core']:.2f} GB/s of CPU; npz {facts['npz_seconds_per_file'] * 1e3:.2f} ms "
          f"per file + {facts['npz_GBps_per_core']:.2f} GB/s; DLIO: loader start {facts['loader_start_seconds']:.2f} s, "
          f"{facts['step_overhead_seconds'] * 1e3:.1f} ms per step and {facts['epoch_overhead_seconds']:.2f} s per epoch outside compute, "
-         f"{facts['loader_seconds_per_sample'] * 1e3:.2f} core-ms per 4 KiB sample in the loader")
+         f"{facts['loader_seconds_per_sample'] * 1e3:.2f} core-ms per 4 KiB sample in the loader, "
+         f"{facts['handover_seconds'] * 1e3:.2f} ms to hand a loaded batch over")
     _say(f"(d) predict {len(runs)} runs on {facts['cores']} cores, {float(facts['memory_bytes'] or 0) / 2**30:.1f} GiB, "
          f"vm.dirty_ratio {facts['dirty_ratio']} %")
     predictions = {r.name: predict(r.name, r.kind, workload_for(r.kind, r.workload, r.ranks, r.fsync, r.checkpoints, facts), facts,

@@ -65,6 +65,7 @@ class DlioConfig:
     step_overhead: float = 0.0          # seconds per step outside the loader wait and the compute
     loader_start: float = 0.0           # seconds before the workers read, first epoch only
     epoch_overhead: float = 0.0         # seconds per epoch and rank outside its steps
+    handover: float = 0.0               # seconds the trainer waits for a batch already loaded (the workers' hand-over)
     read_pattern: Literal["seq", "rand"] = "seq"  # seq: streams of read_block_size; rand: each request at a random place
     read_block_size: float = 2.0**20    # PyTorch readers' request size (capped at the sample)
     bytes_read_fraction: float = 1.0    # share of each record fetched from storage (parquet column selection)
@@ -136,9 +137,9 @@ class DlioRun:
         return float(np.mean(self.au_by_epoch()))
 
     def au_ceiling(self) -> float:
-        """The AU of idle storage: the loop's overhead alone keeps it below 1 (small batches, short steps)."""
+        """The AU of idle storage: the loop's overhead and the hand-over alone keep it below 1 (small batches, short steps)."""
         comp = self.cfg.computation_time
-        return comp / (comp + self.cfg.step_overhead)
+        return comp / (comp + self.cfg.step_overhead + self.cfg.handover)
 
     def sustained_au(self) -> float:
         """The AU a full-length run converges to: min(1, loader delivery rate x computation_time).
@@ -326,6 +327,12 @@ class _Training:
         asked = env.now
         for _step in range(out.steps):
             yield queue.get()
+            if out.cfg.handover > 0.0:
+                # a loaded batch still reaches the trainer through its worker: the result pipe, then the batch's shared
+                # memory as a file descriptor that the worker's resource-sharer thread sends on request (torch's
+                # file_descriptor sharing), each a wake-up of a process that sat idle while the loader was ahead.
+                # PyTorch asks for the next index only once the batch is in hand (_process_data), so the slot frees after
+                yield env.timeout(out.cfg.handover)
             yield slots.put(1)
             got = env.now
             if out.cfg.step_overhead > 0.0:

@@ -1,0 +1,48 @@
+"""check-machine's hand-over probe: a null DLIO run whose compute sleeps (calibration.realcheck_runs.handover_seconds)
+and its way into the prediction (scenarios.realcheck_predict.measured_loader)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from iowatt.calibration.realcheck_runs import NULL_SLEEP_SECONDS, handover_seconds, null_runs
+from iowatt.scenarios.realcheck_predict import measured_loader
+
+
+def _dlio_bundle(root: Path, ranks: list[list[float]], compute_s: float) -> Path:
+    """A DLIO trace bundle's raw/{rank}_output.json as DLIO 2.0 writes it: per block, each step's load and proc times."""
+    (root / "raw").mkdir(parents=True)
+    for rank, loads in enumerate(ranks):
+        proc = [load + compute_s + 0.5e-3 for load in loads]
+        epoch = {"load": {"block1": loads}, "proc": {"block1": proc}, "throughput": {"block1": len(loads) / (sum(proc) + 0.01)}}
+        (root / "raw" / f"{rank}_output.json").write_text(json.dumps({"1": epoch}))
+    return root
+
+
+def test_hand_over_is_the_mean_later_wait_of_the_sleeping_null_runs(tmp_path: Path):
+    """Oracle: DLIO's own trace (per-step load times, raw/{rank}_output.json): the first step's wait is the workers'
+    start-up and is left out; the later steps' waits, averaged over every rank and run as DLIO's AU sums them."""
+    one = _dlio_bundle(tmp_path / "r0", [[0.4, 0.002, 0.004], [0.3, 0.003, 0.003]], NULL_SLEEP_SECONDS)
+    two = _dlio_bundle(tmp_path / "r1", [[0.5, 0.001, 0.001], [0.35, 0.002, 0.004]], NULL_SLEEP_SECONDS)
+    later = [0.002, 0.004, 0.003, 0.003, 0.001, 0.001, 0.002, 0.004]
+    assert handover_seconds([one, two])["handover_seconds"] == pytest.approx(sum(later) / len(later))
+
+
+def test_the_sleeping_null_run_keeps_the_loader_ahead(tmp_path: Path):
+    """Oracle: what the run must be to measure the hand-over alone: 4 KiB samples (the loader's cost per sample, under
+    a millisecond on the development VM, is far below the sleep) with the scored runs' ranks and loader workers."""
+    spec = next(s for s in null_runs(tmp_path) if s.name == "null_sleep")
+    workload = spec.workload
+    assert workload["train"] == {"epochs": 1, "computation_time": NULL_SLEEP_SECONDS}  # type: ignore[comparison-overlap]
+    assert workload["dataset"]["record_length"] == 4096  # type: ignore[index]
+    assert workload["reader"]["read_threads"] == 2 and workload["reader"]["batch_size"] == 1  # type: ignore[index]
+
+
+def test_a_bundle_without_the_probe_predicts_as_before():
+    """Oracle: the bundles made before the probe (tests/fixtures/realcheck/bundle) hold no hand-over, and the workload
+    gets none (the field's default, none: the model as it was); a bundle that measured it passes it on as measured."""
+    facts = {"cores": 2, "cpu_MHz": 2400.0, "step_overhead_seconds": 1.8e-3}
+    assert "handover_seconds" not in measured_loader(facts)
+    assert measured_loader(facts | {"handover_seconds": 2.5e-3})["handover_seconds"] == 2.5e-3
