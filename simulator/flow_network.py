@@ -17,11 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
 import simpy
 from iowatt.simulator.maxmin import REL_EPS, EngineError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["REL_EPS", "TIME_EPS", "Constraint", "Dynamics", "EngineControl", "EngineError", "Flow", "FlowGroup", "Meter", "Watcher"]
 
