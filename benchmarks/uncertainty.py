@@ -2,8 +2,10 @@
 
 Row 9: `iowatt run --uncertainty -j 2` against a plain `iowatt run`, whole processes, on single-drive library
 scenarios (target: at most 50x, and under 2 s on 2 cores).  Row 10: `iowatt validate --uncertainty` against a plain
-`iowatt validate` on a table of the visible table's rows whose scenarios run in milliseconds (target: at most 5x);
-the whole table's figures are in docs/uncertainty.md (its slow DLIO and CNTK runs make it minutes long).
+`iowatt validate`.  The target (at most 5x) is on the whole visible table, whose DLIO and CNTK runs take seconds each,
+so oat's two runs per uncertain input make it minutes long: `run.py --full-table` measures it, once.  Without it the
+row measures 5 rows whose scenarios run in milliseconds and reports their ratio as INFO: start-up dominates both
+sides there, so that ratio is smaller than the table's and says nothing about the target.
 Processes are timed by the CPU seconds they and their workers used (a loaded machine inflates wall time, not work)
 and by wall time.
 """
@@ -94,17 +96,24 @@ def _table(directory: Path, chosen: tuple[str, ...]) -> Path:
     return path
 
 
-def row_validate(repeat: int, check: Any, quick: bool = False) -> dict[str, Any]:
+def row_validate(repeat: int, check: Any, quick: bool = False, full_table: bool = False) -> dict[str, Any]:
     command = _command()
     chosen = TABLE_ROWS[:2] if quick else TABLE_ROWS
     with tempfile.TemporaryDirectory() as folder:
-        table = str(_table(Path(folder), chosen))
+        if full_table:
+            table, repeat, what = str(ROOT / "scenarios" / "validation" / "published.yaml"), 1, "the whole visible table"
+        else:
+            table, what = str(_table(Path(folder), chosen)), f"{len(chosen)} fast rows of the visible table (start-up bound)"
         plain = _median([*command, "validate", table, "-f", "json"], repeat)
         sampled = _median([*command, "validate", table, "--uncertainty", "-f", "json"], repeat)
+    ratio = sampled[1] / plain[1]
     return {
         "id": 10,
-        "name": f"validate --uncertainty (oat) vs plain validate, {len(chosen)} fast rows of the visible table, 1 process",
-        "checks": [check("cpu_ratio", sampled[1] / plain[1], "x", "<=", 5.0), check("wall_ratio", sampled[0] / plain[0], "x", "info", None)],
-        "detail": {"rows": list(chosen), "plain_wall_s": plain[0], "plain_cpu_s": plain[1],
-                   "uncertainty_wall_s": sampled[0], "uncertainty_cpu_s": sampled[1]},
+        "name": f"validate --uncertainty (oat) vs plain validate, {what}, 1 process",
+        # the 5x target is the whole table's (issue 28); the fast rows' ratio is reported, not held to it
+        "checks": [check("cpu_ratio", ratio, "x", "<=", 5.0) if full_table else check("cpu_ratio_fast_rows", ratio, "x", "info", None),
+                   check("wall_ratio", sampled[0] / plain[0], "x", "info", None)],
+        "detail": {"table": "whole" if full_table else "fast rows", "rows": "all" if full_table else list(chosen),
+                   "plain_wall_s": plain[0], "plain_cpu_s": plain[1], "uncertainty_wall_s": sampled[0], "uncertainty_cpu_s": sampled[1],
+                   "target_applies_to": "the whole visible table (run.py --full-table)"},
     }

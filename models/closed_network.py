@@ -30,8 +30,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 # Largest population solved exactly (one log-domain convolution costs MAX^2); larger ones move in bundles.
 MAX_EXACT_CUSTOMERS = 512
@@ -91,6 +94,7 @@ class Solution:
 
 def log_convolve(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     """log of (exp(a) * exp(b))[0..n], the truncated convolution of two log-vectors (-inf for zero)."""
+    import numpy as np
     out = np.full(n + 1, -np.inf)
     la, lb = min(len(a), n + 1), min(len(b), n + 1)
     a = a[:la]
@@ -114,6 +118,7 @@ def log_convolve(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
 
 def _log_power(f: np.ndarray, copies: int, n: int) -> np.ndarray:
     """The copies-fold convolution of f, by repeated squaring."""
+    import numpy as np
     result: np.ndarray | None = None
     base = f[: n + 1]
     while copies:
@@ -130,6 +135,7 @@ def _log_power(f: np.ndarray, copies: int, n: int) -> np.ndarray:
 
 def log_factor(station: Station | Delay, n: int) -> np.ndarray:
     """log f(k), k = 0..n, of one copy (module docstring)."""
+    import numpy as np
     k = np.arange(1, n + 1)
     out = np.zeros(n + 1)
     if isinstance(station, Delay):
@@ -168,6 +174,7 @@ def _powers(parts: list[tuple[Station | Delay, np.ndarray]], n: int) -> tuple[li
 
 
 def _product(vectors: list[np.ndarray], n: int) -> np.ndarray:
+    import numpy as np
     total = np.full(n + 1, -np.inf)
     total[0] = 0.0
     for v in vectors:
@@ -179,6 +186,7 @@ def _product(vectors: list[np.ndarray], n: int) -> np.ndarray:
 def solve(stations: tuple[Station, ...], delays: tuple[Delay, ...], customers: int) -> Solution:
     """The network with `customers` in it: exact up to MAX_EXACT_CUSTOMERS; beyond, customers move in
     bundles of N / MAX_EXACT_CUSTOMERS (`_bundled`), the same network at a coarser grain."""
+    import numpy as np
     if customers < 1:
         raise ValueError(f"a closed network needs >= 1 customer, found {customers}")
     n = min(int(customers), MAX_EXACT_CUSTOMERS)
@@ -208,6 +216,7 @@ def solve(stations: tuple[Station, ...], delays: tuple[Delay, ...], customers: i
 def throughput_curve(stations: tuple[Station, ...], delays: tuple[Delay, ...], customers: int) -> np.ndarray:
     """X(1..customers) of the network from one pass (X(m) = G(m-1) / G(m)): a flow-equivalent server's
     rates.  Populations beyond MAX_EXACT_CUSTOMERS keep the rate at that population."""
+    import numpy as np
     n = min(int(customers), MAX_EXACT_CUSTOMERS)
     parts = [(s, log_factor(s, n)) for s in [*stations, *delays]]
     total = _product(_powers(parts, n)[0], n)
@@ -249,6 +258,7 @@ def _tagged_chain(service_s: np.ndarray, arrivals: np.ndarray, customers: int, s
     arrivals at arrivals[k] (from the rest of the network holding N - k); a completed command comes straight
     back with probability `stay` (the layout sends the next request to the same drive).  Returns mu_eff(1..N) =
     (completions per second | k), from the chain's stationary distribution (scipy sparse solve)."""
+    import numpy as np
     from scipy.sparse import coo_matrix
     from scipy.sparse.linalg import spsolve
 
@@ -336,6 +346,7 @@ def start_dependent_rates(station: Station, others: tuple[Station, ...], custome
     Markov chain above, fed by the rest of the network replaced by its flow-equivalent server (the
     network with that copy short-circuited, models.closed_network.throughput_curve, times the copy's
     visits); its conditional completion rates replace the copies' rates, and the two are iterated."""
+    import numpy as np
     n = min(int(customers), MAX_EXACT_CUSTOMERS)
     service = 1.0 / np.array(station.rates[: max(1, min(len(station.rates), n, START_DEPTH_CAP))])
     spread = np.array([scv[min(j, len(scv) - 1)] for j in range(len(service))]) if scv else None

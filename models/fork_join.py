@@ -36,17 +36,28 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 _NODES = 16            # Gauss-Hermite nodes over the piece's own work x
 _GRID = 1500           # points of the time grid of E[max]
-_A_GRID = np.concatenate([[0.0], np.geomspace(1e-3, 2e3, 72)])  # occupancies the ratio is tabulated at
+
+
+@lru_cache(maxsize=1)
+def _a_grid() -> np.ndarray:
+    """The occupancies the ratio is tabulated at (made on first use: numpy loads only when a run needs it)."""
+    import numpy as np
+
+    return np.concatenate([[0.0], np.geomspace(1e-3, 2e3, 72)])
 
 
 def _expected_max_at(pieces: int, found: float, sigma: float, nodes: bool = True) -> float:
     """E[max of `pieces` sojourns] in units of a piece's mean work, each piece finding `found` at its unit: the piece's
     own work x over Gauss-Hermite nodes (`nodes`), or, alone (found = 0, nodes False), its lognormal exactly."""
+    import numpy as np
     from scipy.special import gammainc, ndtr
 
     rho = found / (1.0 + found)
@@ -75,17 +86,19 @@ def _expected_max_at(pieces: int, found: float, sigma: float, nodes: bool = True
 def _ratio_table(pieces: int, sigma: float) -> np.ndarray:
     """E[max] / (1 + a) at the tabulated occupancies a (smooth in log(1 + a): interpolated between)."""
     # the nodes' error in the largest of p works, measured where it is known exactly (alone), corrects every row
+    import numpy as np
     exact = _expected_max_at(pieces, 0.0, sigma, nodes=False) / _expected_max_at(pieces, 0.0, sigma)
-    return np.array([exact * _expected_max_at(pieces, a, sigma) / (1.0 + a) for a in _A_GRID])
+    return np.array([exact * _expected_max_at(pieces, a, sigma) / (1.0 + a) for a in _a_grid()])
 
 
 def expected_max(pieces: int, found: float, sigma: float) -> float:
     """E[max_i T_i] / s for `pieces` pieces that each find `found` pieces at their unit (module docstring).
     One piece: exactly 1 + found, the MVA residence."""
+    import numpy as np
     if pieces <= 1:
         return 1.0 + found
     table = _ratio_table(int(pieces), round(float(sigma), 4))
-    ratio = float(np.interp(math.log1p(found), np.log1p(_A_GRID), table))
+    ratio = float(np.interp(math.log1p(found), np.log1p(_a_grid()), table))
     return ratio * (1.0 + found)
 
 

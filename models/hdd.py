@@ -66,11 +66,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from iowatt.models.links import LinkSpec, link_payload_Bps
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Scheduling = Literal["fcfs", "elevator", "satf", "rpo"]
 Access = Literal["random", "sequential"]
@@ -155,6 +157,7 @@ def seek_coefficients(spec: HDDSpec, write: bool = False) -> tuple[float, float,
 
 def seek_seconds(spec: HDDSpec, distance: float | np.ndarray, write: bool = False) -> np.ndarray:
     """Seek time for a move over `distance` (fraction of the full stroke, 0..1)."""
+    import numpy as np
     a, b, c, e, dc = seek_coefficients(spec, write)
     d = np.clip(np.asarray(distance, dtype=float), 0.0, 1.0)
     t = np.where(d <= dc, a + b * np.sqrt(d), c + e * d)
@@ -190,6 +193,7 @@ def _cluster_positions(spec: HDDSpec, span_fraction: float, clusters: int) -> tu
     piece i at the start of the i-th 1/clusters of the capacity (an allocator that spreads directories
     over allocation groups: XFS inode64 rotates new directories over its AGs and keeps files beside
     their directory, xfs_ialloc_ag_select)."""
+    import numpy as np
     k = int(clusters)
     starts = np.arange(k) / k
     piece = span_fraction / k
@@ -201,6 +205,7 @@ def _cluster_positions(spec: HDDSpec, span_fraction: float, clusters: int) -> tu
 def media_rate_Bps(spec: HDDSpec, span_fraction: float = 1.0, clusters: int = 1) -> float:
     """Mean media rate over the data: the outer `span_fraction` of the capacity (sequential, or per byte
     of random), or `clusters` pieces spread over the disk (rate proportional to radius at each piece)."""
+    import numpy as np
     k = 1.0 - spec.inner_outer_ratio
     if clusters > 1:
         mids, _ = _cluster_positions(spec, span_fraction, clusters)
@@ -217,6 +222,7 @@ _GRID = 2001
 
 def _beta_mean_seek(spec: HDDSpec, x_span: float, n: int, write: bool) -> float:
     """E[seek(x_span * U)] with U ~ Beta(1, n + 1): density (n + 1)(1 - u)^n."""
+    import numpy as np
     u = np.linspace(0.0, 1.0, _GRID)
     w = (n + 1) * (1.0 - u) ** n
     return float(np.trapezoid(seek_seconds(spec, x_span * u, write) * w, u))
@@ -228,6 +234,7 @@ def _distance_law(spec: HDDSpec, span_fraction: float, clusters: int) -> tuple[n
     One contiguous span X: d = X u, density 2 (1 - u).  `clusters` pieces: the same cluster with
     probability 1/k (d = width u, density 2 (1 - u)); another cluster j with probability 1/k each,
     d = |mid_i - mid_j| (the pieces' widths are small beside their spacing)."""
+    import numpy as np
     u = np.linspace(0.0, 1.0, _GRID)
     tri = 2.0 * (1.0 - u)
     tri = tri * np.gradient(u)  # quadrature weights of the density 2 (1 - u)
@@ -248,6 +255,7 @@ def _distance_law(spec: HDDSpec, span_fraction: float, clusters: int) -> tuple[n
 @lru_cache(maxsize=4096)
 def _satf_general(spec: HDDSpec, span_fraction: float, clusters: int, n: int, write: bool) -> float:
     """E[min over n candidates of seek(D) + R] for the distance law of a clustered layout, R ~ U(0, T_rev)."""
+    import numpy as np
     rev = revolution_seconds(spec)
     d, w = _distance_law(spec, span_fraction, clusters)
     s = seek_seconds(spec, d, write)
@@ -371,6 +379,7 @@ def active_watts(spec: HDDSpec, access: Access) -> float:
 def _min_cost_moments(spec: HDDSpec, x_span: float, n: int, write: bool) -> tuple[float, float]:
     """E[M], E[M^2] of M = the cheapest of n candidates seek(D) + R (D ~ 2(1-u) on the span, R ~ U(0, T_rev)):
     E[M^k] = int_0^inf k t^(k-1) (1 - F(t))^n dt, with F(t) = E_D[clip((t - seek(D)) / rev, 0, 1)]."""
+    import numpy as np
     rev = revolution_seconds(spec)
     u = np.linspace(0.0, 1.0, _GRID)
     w = 2.0 * (1.0 - u)
@@ -389,6 +398,7 @@ def positioning_variance_seconds2(spec: HDDSpec, queue_depth: int = 1, span_frac
     elevator a seek over span x Beta(1, n + 1) plus a uniform rotation.  The overhead and the transfer are
     fixed, so this is the service time's whole variance.  A disk's service is far less variable than an
     exponential one (squared coefficient of variation ~0.1 at QD1, not 1): seek + rotation are bounded."""
+    import numpy as np
     n = max(1, int(queue_depth))
     x = stroke_fraction(spec, span_fraction)
     policy = spec.scheduling

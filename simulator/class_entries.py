@@ -110,7 +110,8 @@ class FlowClass:
 def class_key(f: Flow) -> Key:
     items = f.items
     if items is None:  # made once per flow (its usage never changes): by constraint index, which are distinct
-        items = f.items = tuple(sorted([(c.index, k, c) for c, k in f.usage.items()], key=_by_index))
+        # constraint indices are distinct within a flow's usage, so tuples sort by index without a key function
+        items = f.items = tuple(sorted([(c.index, k, c) for c, k in f.usage.items()]))
     cap = math.inf if f.max_rate is None else f.max_rate
     shared: list[tuple[int, float, Constraint]] = []
     for item in items:
@@ -120,7 +121,3 @@ def class_key(f: Flow) -> Key:
         else:
             shared.append(item)
     return f.weight, cap, tuple(shared)
-
-
-def _by_index(item: tuple[int, float, Constraint]) -> int:
-    return item[0]

@@ -91,6 +91,7 @@ class ClassedComponent:
         self._new: list[Flow] = []
         self._changed: dict[FlowClass, None] = {}
         self._touched: dict[Constraint, None] = {}
+        self._emptied: list[Entry] = []  # entries their last class left since the last recompute
         self.hub: Constraint | None = None
         self._largest = 0  # the most flows any class has held: an upper bound on every class's count
         for c in constraints:
@@ -154,14 +155,20 @@ class ClassedComponent:
         finished.sort(key=lambda f: f.index)
         self.count -= len(finished)
         emptied: list[Constraint] = []
+        touched = self._touched
+        largest = self._largest
         for f in finished:
             f._remaining = 0.0
             f._rate = 0.0
             f.end_time = now
             for c in f.usage:
                 del c.flows[f]
-                self._touched[c] = None
-                if not c.flows:
+                left = len(c.flows)
+                if left <= largest:
+                    # more flows than any class holds: folded into no bound, so recompute has nothing to do for it
+                    # (row 6: the store's 12 constraints at every end); one that gained a flow since was touched then
+                    touched[c] = None
+                if not left:
                     emptied.append(c)
                     c.component = None
                     self.solo.pop(c, None)
@@ -253,6 +260,8 @@ class ClassedComponent:
                 cls.stamp += 1
                 del old.classes[cls]
                 cls.entry = None
+                if not old.classes:
+                    self._emptied.append(old)
             if self.classes.get(cls.key) is cls:
                 del self.classes[cls.key]
             cls.private = ()
@@ -268,6 +277,8 @@ class ClassedComponent:
             cls.base += old.progress
             old.count -= cls.count
             del old.classes[cls]
+            if not old.classes:
+                self._emptied.append(old)
         entry = self.entries.get(key)
         if entry is None:
             entry = self.entries[key] = Entry(key, now, cls.top())
@@ -322,7 +333,12 @@ class ClassedComponent:
                 break
         for cls in changed:
             self._file_class(cls, now)
-        for key in [key for key, e in self.entries.items() if not e.classes]:
+        emptied = self._emptied
+        self._emptied = []
+        for e in emptied:  # entries their last class left (and none joined since)
+            key = e.key
+            if e.classes or self.entries.get(key) is not e:
+                continue
             del self.groups[key[2]][self.entries.pop(key)]
             self._layout = None
             if not self.groups[key[2]]:
@@ -384,10 +400,16 @@ class ClassedComponent:
             for e, r in zip(entries, group_rates, strict=True):
                 e.rate = r
                 total += e.count * r
-                if r > 0.0 and (top := e.top()) is not None:
-                    t = (top[0] - e.progress) / r
-                    if t < horizon:
-                        horizon = t
+                if r > 0.0:
+                    heap = e.heap
+                    while heap:  # Entry.top, inlined: this runs for every entry at every change
+                        value, stamp, _, cls = heap[0]
+                        if cls.entry is e and cls.stamp == stamp:
+                            t = (value - e.progress) / r
+                            if t < horizon:
+                                horizon = t
+                            break
+                        heapq.heappop(heap)
             moving.append(total)
         for c, gi, k in layout.single:
             c.load = k * moving[gi]

@@ -17,11 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
 import simpy
 from iowatt.simulator.maxmin import REL_EPS, EngineError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["REL_EPS", "TIME_EPS", "Constraint", "Dynamics", "EngineControl", "EngineError", "Flow", "FlowGroup", "Meter", "Watcher"]
 
@@ -315,17 +317,29 @@ class Meter:
         if self.history is None or end <= 0.0 or bins < 1:
             return []
         width = end / bins
+        last = bins - 1
         out = [0.0] * bins
         points = [*self.history, (end, self.power_W)]
         for (t0, w), (t1, _next) in itertools.pairwise(points):
             t0, t1 = max(t0, 0.0), min(t1, end)
-            while t1 > t0:
-                i = min(int(t0 / width), bins - 1)
-                if i < bins - 1 and (i + 1) * width <= t0:
-                    i += 1  # t0 sits on a bin edge after rounding
-                edge = t1 if i == bins - 1 else min(t1, (i + 1) * width)
+            if not t1 > t0:
+                continue
+            i = min(int(t0 / width), last)
+            if i < last and (i + 1) * width <= t0:
+                i += 1  # t0 sits on a bin edge after rounding
+            while True:
+                if i == last:
+                    out[i] += w * (t1 - t0)
+                    break
+                edge = (i + 1) * width
+                if edge >= t1:
+                    out[i] += w * (t1 - t0)
+                    break
                 out[i] += w * (edge - t0)
+                # t0 is now the edge (i + 1) x width itself, so the next bin is i + 1: the search above, done once
+                # per segment rather than once per bin (a long segment crosses up to `bins` of them)
                 t0 = edge
+                i += 1
         return [joules / width for joules in out]
 
     def energy_by_part(self) -> dict[str, float]:

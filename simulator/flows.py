@@ -147,10 +147,10 @@ class FlowEngine:
         pairs = usage.items() if isinstance(usage, Mapping) else usage
         merged: dict[Constraint, float] = {}
         for c, k in pairs:
-            if k < 0.0 or math.isnan(k):
-                raise EngineError(f"flow {name!r}: coefficient on {c.name!r} must be >= 0, found {k!r}")
             if k > 0.0:
                 merged[c] = merged.get(c, 0.0) + float(k)
+            elif k != 0.0:  # negative or NaN
+                raise EngineError(f"flow {name!r}: coefficient on {c.name!r} must be >= 0, found {k!r}")
         if max_rate is not None and not max_rate > 0.0:
             raise EngineError(f"flow {name!r}: max_rate must be > 0, found {max_rate!r}")
         if not merged and max_rate is None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 # The solver sits below the network state (simulator/flow_network.py imports it, never the reverse):
 # it reads flows and constraints through the two protocols below.
@@ -69,6 +71,7 @@ class Allocation(NamedTuple):
 
 
 def _flow_arrays(f: Flow) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
     if f.usage_cols is None:
         f.usage_cols = np.array([c.index for c in f.usage], dtype=np.int64)
         f.usage_coefs = np.array(list(f.usage.values()), dtype=np.float64)
@@ -77,6 +80,7 @@ def _flow_arrays(f: Flow) -> tuple[np.ndarray, np.ndarray]:
 
 def usage_arrays(flows: list[Flow]) -> UsageArrays:
     """The flows' usage as flat arrays, in flow order (one block of entries per flow)."""
+    import numpy as np
     pairs = [_flow_arrays(f) for f in flows]
     return UsageArrays(
         np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, dtype=np.int64),
@@ -223,6 +227,7 @@ def _vector_step(
 ) -> tuple[float, int, int]:
     """(step, limiting constraint or -1, limiting flow or -1) of one round: the first constraint with the
     smallest residual/demand, then a flow bound that is strictly smaller, as the scalar path chooses."""
+    import numpy as np
     step = math.inf
     limiting_c = -1
     limiting_f = -1
@@ -247,6 +252,7 @@ def _vector_step(
 def _component_columns(constraints: list[Constraint], arrays: UsageArrays) -> np.ndarray | None:
     """Each usage entry's position in `constraints`; None when the list cannot index the flows' constraints
     (not sorted by distinct creation index, or a flow crosses a constraint outside it)."""
+    import numpy as np
     m = len(constraints)
     index = np.array([c.index for c in constraints], dtype=np.int64)
     if m == 0 or (m > 1 and not bool(np.all(index[1:] > index[:-1]))) or index[0] < 0:
@@ -270,6 +276,7 @@ def _progressive_filling_vector(flows: list[Flow], constraints: list[Constraint]
     is taken off differs.  Returns None when `constraints` does not index the
     flows' constraints uniquely; max_min_fair then takes the scalar path.
     """
+    import numpy as np
     n = len(flows)
     m = len(constraints)
     arrays = usage_arrays(flows) if arrays is None else arrays

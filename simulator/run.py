@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import simpy
 from iowatt.simulator import workloads
 from iowatt.simulator.flows import FlowEngine
@@ -89,7 +88,7 @@ def simulate(system_config: SystemConfig, params: BaseModel, seed: int, *, recor
     engine = FlowEngine(env, record=record)
     system = SystemRuntime(engine, system_config)
     workload = workloads.get(params.kind)  # type: ignore[attr-defined]
-    ctx = workloads.RunContext(env, engine, system, np.random.default_rng(seed))
+    ctx = workloads.RunContext(env, engine, system, seed=seed)
     started = time.perf_counter()
     outcome = workload.run(ctx, params)
     engine.settle()  # the one point where the run's results are read (FlowEngine's lifecycle)

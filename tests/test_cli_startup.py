@@ -32,3 +32,21 @@ def test_a_run_from_the_console_script_still_works_and_help_still_lists_every_fa
     assert listed.returncode == 0
     for family in ("validate", "sweep", "calibrate", "reproduce"):
         assert family in listed.stdout
+
+
+def test_a_checkpoint_run_without_jitter_never_loads_numpy():
+    """numpy is ~0.1 s of a ~0.4 s `iowatt run`; a checkpoint that draws no jitter needs none of it (its seeded generator
+    is made on first use, simulator.workloads.RunContext).  Oracle: sys.modules of a fresh process after the run."""
+    probe = (
+        "import sys\n"
+        "sys.argv = ['iowatt', 'run', 'checkpoint_llama405b_8gpu', '-f', 'json', '-o', sys.argv[1]]\n"
+        "from iowatt.cli import app\n"
+        "try:\n    app()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        ran = subprocess.run([sys.executable, "-c", probe, str(Path(folder) / "out.json")], capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().splitlines()[-1] == "False"

@@ -39,12 +39,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
-import numpy as np
 import simpy
 from iowatt.models import unit_mva
 from iowatt.simulator.flows import Constraint, Meter
 
 if TYPE_CHECKING:
+    import numpy as np
     from iowatt.models.hdd import HDDSpec
     from iowatt.models.ssd import SSDSpec
 

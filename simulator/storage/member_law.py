@@ -28,10 +28,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from iowatt.models.closed_network import Solution, Station, solve, start_dependent_rates
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, mix_laws
+
+if TYPE_CHECKING:
+    pass
 
 
 def ceiling_per_second(usage: Usage, block_bytes: float) -> float:
@@ -62,6 +65,7 @@ def _rate_at(drive: Drive, parts: list[tuple[Access, float]], k: int) -> float:
 
 def sampled_rates(rate: Callable[[int], float], top: int) -> tuple[float, ...]:
     """rate(1..top), evaluated at `_depths(top)` and interpolated in between."""
+    import numpy as np
     ks = _depths(max(1, top))
     return tuple(float(r) for r in np.interp(np.arange(1, max(1, top) + 1), ks, [rate(k) for k in ks]))
 

@@ -12,25 +12,42 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import simpy
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.system import SystemRuntime
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class WorkloadConfigError(ValueError):
     """A scenario whose parts do not fit together (found while running); shown to the user as is."""
 
 
-@dataclass
 class RunContext:
-    env: simpy.Environment
-    engine: FlowEngine
-    system: SystemRuntime
-    rng: np.random.Generator
+    """What a workload runs on.  The seeded generator is made on first use: numpy costs ~0.1 s of start-up, and most
+    runs (a checkpoint without jitter) draw nothing; made late or early from the same seed, it draws the same numbers."""
+
+    __slots__ = ("_rng", "engine", "env", "seed", "system")
+
+    def __init__(self, env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, rng: np.random.Generator | None = None,
+                 *, seed: int = 0) -> None:
+        self.env = env
+        self.engine = engine
+        self.system = system
+        self.seed = seed
+        self._rng = rng
+
+    @property
+    def rng(self) -> np.random.Generator:
+        if self._rng is None:
+            import numpy as np
+
+            self._rng = np.random.default_rng(self.seed)
+        return self._rng
 
 
 @dataclass

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 import simpy
 from iowatt.models import host_io
 from iowatt.simulator.flows import Constraint, FlowEngine
@@ -19,6 +18,9 @@ from iowatt.simulator.machine import GPURuntime
 from iowatt.simulator.storage import Access, ConcurrencyLaw, Usage
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import WorkloadConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The training loop's own cost per step: what a step takes beyond waiting for the loader and the compute sleep
 # (DLIO's per-step bookkeeping: batch_loaded / start_compute stats, their logger calls and timestamps).  Measured:
@@ -119,6 +121,7 @@ class DlioRun:
 
     @classmethod
     def empty(cls, cfg: DlioConfig, steps: int, n_acc: int, epochs: int, fits: bool, dataset_bytes: float) -> DlioRun:
+        import numpy as np
         z = lambda: np.zeros((epochs, n_acc))  # noqa: E731
         return cls(cfg, steps, n_acc, epochs, fits, dataset_bytes, z(), z(), z(), z(), z(), np.zeros(epochs))
 
@@ -128,12 +131,14 @@ class DlioRun:
         The first step's wait is left out (MLPerf Storage Submission_guidelines.md section 4: the I/O
         of the first step is excluded from AU, to keep pipeline start-up out of the average;
         samples/s still include it); the loop's own cost per step (step_overhead) is step time."""
+        import numpy as np
         comp, wait = self.compute, self.wait - self.first_wait
         overhead = self.steps * self.cfg.step_overhead + self.cfg.epoch_overhead
         return np.mean(comp / (comp + wait + overhead), axis=1)
 
     def au(self) -> float:
         """AU, mean over accelerators and epochs (DLIO's train_au_mean_percentage / 100)."""
+        import numpy as np
         return float(np.mean(self.au_by_epoch()))
 
     def au_ceiling(self) -> float:
@@ -149,6 +154,7 @@ class DlioRun:
         ratio is >= 1.  A short run measures this well, whereas DLIO's AU of a short run is
         hidden by the prefetch buffer (read_threads x prefetch_size batches) for hundreds of
         steps before it shows the deficit."""
+        import numpy as np
         comp = self.cfg.computation_time
         rate = self.delivered / np.maximum(self.last_delivery, 1e-12)
         return float(np.mean(np.minimum(self.au_ceiling(), rate * comp)))
@@ -161,6 +167,7 @@ def _law_capacity_Bps(law: ConcurrencyLaw, block_bytes: float, in_flight: int) -
 
 def sample_sizes(rng: np.random.Generator, n: int, mean: float, stdev: float) -> np.ndarray:
     """n sample sizes from a normal truncated symmetrically at +-2 sigma (so the mean is kept), >= 1 byte."""
+    import numpy as np
     if stdev <= 0.0 or n == 0:
         return np.full(n, float(mean))
     half = min(2.0 * stdev, mean - 1.0)
@@ -370,6 +377,7 @@ class _Training:
 
 def _cost_factors(rng: np.random.Generator, shape: tuple[int, int, int], cv: float) -> np.ndarray:
     """A worker's time per batch relative to its mean: gamma(k = 1 / cv^2) with mean 1 (positive, any cv); ones at cv 0."""
+    import numpy as np
     if cv <= 0.0:
         return np.ones(shape)
     k = 1.0 / cv**2
@@ -388,6 +396,7 @@ def simulate(
     keep_steps: bool,
 ) -> DlioRun:
     """Run `epochs` epochs of `cfg` (resolved against this host's memory) with `n_acc` accelerators; returns raw timings."""
+    import numpy as np
     bs = cfg.batch_size
     dataset_samples = cfg.dataset_samples
     dataset_bytes = dataset_samples * cfg.record_length

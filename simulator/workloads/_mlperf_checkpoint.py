@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Generator
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-import numpy as np
 import simpy
 from iowatt.models import catalog, host_io
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    pass
 
 GiB = 2.0**30
 
@@ -167,6 +169,7 @@ def _closed_rules(model: str | None, processes: int, hosts: int, size: float, ac
 
 def _series(phases: list[_Phase], size: float) -> dict[str, float]:
     """DLIO's per-invocation mean and stdev, then the mean over runs (Submission_guidelines.md 2.2.3)."""
+    import numpy as np
     seconds = [np.asarray(p.durations) for p in phases if p.durations]
     if not seconds:
         return {}

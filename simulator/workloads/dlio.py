@@ -61,9 +61,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 import simpy
 from iowatt.models import catalog
 from iowatt.models.compute import DlioStep
@@ -81,6 +80,9 @@ from iowatt.simulator.workloads._dlio_timing import (
     simulate,
 )
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    pass
 
 MiB = 2**20
 
@@ -333,6 +335,7 @@ class DlioParams(BaseModel):
 
 
 def _trial(ctx: RunContext, params: DlioParams, n: int) -> float:
+    import numpy as np
     env = simpy.Environment()
     engine = FlowEngine(env)
     system = SystemRuntime(engine, ctx.system.config)
@@ -433,6 +436,7 @@ def run(ctx: RunContext, params: DlioParams) -> WorkloadOutcome:
 
 def _metrics(res: DlioRun) -> tuple[dict[str, float], dict]:
     """DLIO's metrics (names and definitions as DLIO prints them) and the run's detail."""
+    import numpy as np
     cfg, n, steps = res.cfg, res.n_acc, res.steps
     samples_per_epoch = n * steps * cfg.batch_size
     throughput = float(np.mean(samples_per_epoch / res.epoch_time))

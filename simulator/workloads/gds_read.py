@@ -19,9 +19,8 @@ switch or a root complex, cuFile's compatibility mode across sockets
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 import simpy
 from iowatt.models.gds import (
     COMPAT_DRAM_BYTES_PER_BYTE,
@@ -43,6 +42,9 @@ from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rate
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    pass
 
 GiB = 2**30
 SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB
@@ -164,6 +166,7 @@ def _sweep(ctx: RunContext, params: GdsReadParams) -> dict:
 
 
 def run(ctx: RunContext, params: GdsReadParams) -> WorkloadOutcome:
+    import numpy as np
     metrics, loop = measure(ctx.env, ctx.engine, ctx.system, params, params.block_size, params.threads)
     metrics["qd1_latency_us"] = ctx.system.volume.qd1_latency_s(Access("read", params.block_size, params.pattern)) * 1e6
     metrics["outstanding_requests"] = float(params.threads * params.io_depth)
