@@ -28,13 +28,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from iowatt.models.closed_network import Solution, Station, solve, start_dependent_rates
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, mix_laws
-
-if TYPE_CHECKING:
-    pass
 
 
 def ceiling_per_second(usage: Usage, block_bytes: float) -> float:

@@ -338,7 +338,7 @@ class _Training:
                 # a loaded batch still reaches the trainer through its worker: the result pipe, then the batch's shared
                 # memory as a file descriptor that the worker's resource-sharer thread sends on request (torch's
                 # file_descriptor sharing), each a wake-up of a process that sat idle while the loader was ahead.
-                # PyTorch asks for the next index only once the batch is in hand (_process_data), so the slot frees after
+                # PyTorch asks for the next index only once the batch is in hand (_process_data), so the slot frees after it
                 yield env.timeout(out.cfg.handover)
             yield slots.put(1)
             got = env.now

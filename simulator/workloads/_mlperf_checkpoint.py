@@ -32,16 +32,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 import simpy
 from iowatt.models import catalog, host_io
 from iowatt.simulator.storage import Access, Usage
 from iowatt.simulator.workloads import RunContext, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    pass
 
 GiB = 2.0**30
 

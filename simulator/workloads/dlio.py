@@ -61,7 +61,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import simpy
 from iowatt.models import catalog
@@ -80,9 +80,6 @@ from iowatt.simulator.workloads._dlio_timing import (
     simulate,
 )
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-if TYPE_CHECKING:
-    pass
 
 MiB = 2**20
 

@@ -19,7 +19,7 @@ switch or a root complex, cuFile's compatibility mode across sockets
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import simpy
 from iowatt.models.gds import (
@@ -42,9 +42,6 @@ from iowatt.simulator.storage.member_law import ceiling_per_second, sampled_rate
 from iowatt.simulator.system import SystemRuntime
 from iowatt.simulator.workloads import RunContext, Workload, WorkloadConfigError, WorkloadOutcome
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-if TYPE_CHECKING:
-    pass
 
 GiB = 2**30
 SWEEP_BLOCKS = [8 * 1024 * 2**k for k in range(8)]  # 8 KiB .. 1 MiB
