@@ -212,7 +212,7 @@ def compare(
     method: MethodOption = "sobol",
 ) -> None:
     """Run the scenario once per case and show metrics side by side, with each one's ratio to the first
-    (--uncertainty: each value as `value [low, high]`; JSON and CSV gain METRIC_low / METRIC_high).
+    (--uncertainty: each value as `value \\[low, high]`; JSON and CSV gain METRIC_low / METRIC_high).
 
     The cases are every combination of the --vary lists (2 x 2 values: 4 cases), or, with --zip, the lists paired by position."""
     import itertools
