@@ -13,6 +13,12 @@ fio measures the drive; the host side of a checkpoint or a data loader is CPU wo
   read costs 0.3-0.4 ms of CPU per 4 MiB (2.5-3.5 GB/s) where a buffered write costs 9-14 ms, because the device fills
   a read's page by DMA, so the hypervisor faults the page in on its own I/O path instead of the guest's vCPU touching
   it first.  A byte a loader reads from the drive pays this (models.host_io.page_read_seconds_per_byte).
+- shared-memory fill rate (GB/s of CPU on one core): a new segment in /dev/shm is mapped and a resident buffer copied
+  into it, on the process's CPU clock (every page faults in on the copy).  torch's default_collate in a DataLoader
+  worker allocates each batch this way (_new_shared: a new segment per batch), so a worker pays it per collated byte
+  (models.host_io.shm_collate_seconds_per_byte).  On the development VM it ran at 1.3-1.7 GB/s, as torch's own
+  collate of the same batches did (1.5-1.6 GB/s, DLIO's PyTorch, 2026-11-27), against 10+ GB/s for a copy between
+  resident buffers.
 - npz load cost: numpy.load of an uncompressed .npz from the page cache (zip directory, array header, one read into
   a new array), timed at two sample sizes and split into a per-file cost and a per-byte rate (two equations, two
   unknowns).  DLIO's NPZReader opens every sample's file this way.
@@ -22,6 +28,7 @@ Each figure is the median of a few repeats; the files live in the scratch direct
 
 from __future__ import annotations
 
+import mmap
 import os
 import statistics
 import time
@@ -35,6 +42,8 @@ PAGE_CACHE_PROBE_BYTES = 128 * 2**20  # x REPEATS files: well below the dirty-ba
 REPEATS = 5
 NPZ_SMALL_BYTES, NPZ_LARGE_BYTES = 64 * 1024, 4 * 2**20
 NPZ_FILES = 16
+SHM_PROBE_BYTES = 8 * 2**20  # a unet3d-style batch (2 x 4 MiB); a resnet50-style one (16 x 112 KiB) ran at the same rate
+SHM_FOLDER = Path("/dev/shm")
 
 
 @contextmanager
@@ -121,6 +130,29 @@ def page_cache_read_GBps(files: list[Path]) -> float:
     return statistics.median(rates)
 
 
+def shm_write_GBps(size: int = SHM_PROBE_BYTES, repeats: int = REPEATS, folder: Path = SHM_FOLDER) -> float:
+    """GB/s of CPU one thread spends filling new shared-memory segments (median of `repeats`): each a new file in
+    `folder` (tmpfs), unlinked at once, sized, mapped and written from a resident buffer, on the process's CPU clock,
+    as torch's collate in a loader worker fills a new segment per batch."""
+    buffer = np.ones(size, dtype=np.uint8)  # touched: resident before the clock starts
+    rates = []
+    for k in range(repeats):
+        path = folder / f".iowatt-probe-shm-{os.getpid()}-{k}"
+        start = time.process_time()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            path.unlink()
+            os.ftruncate(fd, size)
+            with mmap.mmap(fd, size) as segment:
+                target = np.frombuffer(segment, dtype=np.uint8)
+                target[:] = buffer
+                del target  # the mapping closes only without views of it
+        finally:
+            os.close(fd)
+        rates.append(size / max(time.process_time() - start, 1e-9) / 1e9)
+    return statistics.median(rates)
+
+
 def _npz_seconds(files: list[Path], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -156,7 +188,7 @@ def npz_load_costs(scratch: Path, repeats: int = REPEATS) -> tuple[float, float]
 SETTLE_SECONDS = 10.0
 
 
-def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, float]:
+def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, float | None]:
     """The host figures the real-hardware check's predictions use (machine facts of the bundle), measured as the runs
     meet the machine: the page cache dropped where permitted, then `settle_seconds` before the page-cache write."""
     from iowatt.calibration.realcheck_runs import drop_caches
@@ -167,5 +199,6 @@ def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, fl
         time.sleep(settle_seconds)
         write_GBps = page_cache_write_GBps(scratch)
         read_GBps = page_cache_read_GBps(files)
-    return {"page_cache_write_GBps_per_core": write_GBps, "page_cache_read_GBps_per_core": read_GBps,
+        shm_GBps = shm_write_GBps() if SHM_FOLDER.is_dir() else None
+    return {"page_cache_write_GBps_per_core": write_GBps, "page_cache_read_GBps_per_core": read_GBps, "shm_write_GBps_per_core": shm_GBps,
             "npz_seconds_per_file": npz_file_s, "npz_GBps_per_core": npz_Bps / 1e9}

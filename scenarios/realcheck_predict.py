@@ -51,7 +51,7 @@ def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: fl
             "base_clock_GHz": _clock_MHz(facts) / 1e3, "core_speed": _core_speed(facts) * speed_factor,
             # measured by the host probe (calibration.host_probe): seconds on a core, so it scales with the core
             **{field: float(facts[field]) * speed_factor if facts.get(field) else None
-               for field in ("page_cache_write_GBps_per_core", "page_cache_read_GBps_per_core")}}
+               for field in ("page_cache_write_GBps_per_core", "page_cache_read_GBps_per_core", "shm_write_GBps_per_core")}}
 
 
 def _clock_MHz(facts: dict[str, Any]) -> float:
@@ -96,7 +96,8 @@ def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, c
         return out
     train = {k: v for k, v in workload.items() if k != "workflow"} | {"workflow": {"train": True}}
     mapped, _ = parse_workload(train, "realcheck", lenient=False)
-    return {**mapped, "accelerators": ranks, **measured_loader(facts)}
+    # the ranks run under mpirun with one slot per core, so OpenMPI's barrier busy-waits (a rank that arrives first polls)
+    return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **measured_loader(facts)}
 
 
 def _scenario(name: str, facts: dict[str, Any], profile: str, workload: dict[str, Any], variant: str) -> dict[str, Any]:

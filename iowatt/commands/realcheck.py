@@ -123,7 +123,8 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     facts.update(overheads(short, long, batched, int(facts["cores"])))
     facts.update(handover_seconds(sleeping))
     _say(f"    page-cache writes {facts['page_cache_write_GBps_per_core']:.2f} GB/s per core, cold reads "
-         f"{facts['page_cache_read_GBps_per_core']:.2f} GB/s of CPU; npz {facts['npz_seconds_per_file'] * 1e3:.2f} ms "
+         f"{facts['page_cache_read_GBps_per_core']:.2f} GB/s of CPU, new shared memory "
+         f"{facts['shm_write_GBps_per_core'] or 0:.2f} GB/s; npz {facts['npz_seconds_per_file'] * 1e3:.2f} ms "
          f"per file + {facts['npz_GBps_per_core']:.2f} GB/s; DLIO: loader start {facts['loader_start_seconds']:.2f} s, "
          f"{facts['step_overhead_seconds'] * 1e3:.1f} ms per step and {facts['epoch_overhead_seconds']:.2f} s per epoch outside compute, "
          f"{facts['loader_seconds_per_sample'] * 1e3:.2f} core-ms per 4 KiB sample in the loader, "

@@ -258,6 +258,10 @@ class DlioParams(BaseModel):
         description="spread of a loader worker's time per batch (gamma, mean 1), drawn per batch and rank; one rank's slow "
         "batch holds every rank at the step's barrier",
     )
+    barrier_spin: bool = Field(
+        default=False, description="a rank that reaches the step's barrier first polls on a core until the last arrives "
+        "(OpenMPI's MPI_Barrier busy-waits when the node is not oversubscribed), taking CPU from the loader workers; it "
+        "matters only where the ranks and their workers contend for the host's cores (check-machine's 2-core runs)")
     page_cache: bool = Field(default=True, description="serve epochs after the first from DRAM when the dataset fits")
     page_cache_fraction: float = Field(default=0.8, gt=0, le=1, description="share of host memory the page cache may hold")
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
@@ -320,6 +324,7 @@ class DlioParams(BaseModel):
             format=self.format or p.format,
             odirect=self.odirect,
             loader_cost_cv=float(self.loader_cost_cv),
+            barrier_spin=self.barrier_spin,
             transfer_size=float(self.transfer_size),
             prefetch_size=self.prefetch_size,
             dram_bytes_per_byte=float(self.dram_bytes_per_byte),
