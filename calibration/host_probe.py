@@ -19,6 +19,11 @@ fio measures the drive; the host side of a checkpoint or a data loader is CPU wo
   (models.host_io.shm_collate_seconds_per_byte).  On the development VM it ran at 1.3-1.7 GB/s, as torch's own
   collate of the same batches did (1.5-1.6 GB/s, DLIO's PyTorch, 2026-11-27), against 10+ GB/s for a copy between
   resident buffers.
+- DLIO 2.0's index map: its reader's read_index logs `f"{self.global_index_map}"` at debug level for every sample
+  (dlio_benchmark 2.0.0 reader/reader_handler.py), and Python builds the f-string whether or not the message is
+  logged: the repr of the rank's whole map of sample -> (absolute path, index), so a sample costs the loader time in
+  proportion to the rank's samples.  Timed here on a map of the same shape under the scratch directory's paths
+  (0.47-0.52 us per entry on the development VM, 2026-11-27: 0.25 ms per sample at 512 samples per rank).
 - npz load cost: numpy.load of an uncompressed .npz from the page cache (zip directory, array header, one read into
   a new array), timed at two sample sizes and split into a per-file cost and a per-byte rate (two equations, two
   unknowns).  DLIO's NPZReader opens every sample's file this way.
@@ -153,6 +158,22 @@ def shm_write_GBps(size: int = SHM_PROBE_BYTES, repeats: int = REPEATS, folder: 
     return statistics.median(rates)
 
 
+INDEX_MAP_ENTRIES = 512
+
+
+def index_map_seconds_per_entry(scratch: Path, entries: int = INDEX_MAP_ENTRIES, repeats: int = 50) -> float:
+    """CPU seconds per entry of building the repr of DLIO 2.0's per-rank index map (global sample -> (absolute path,
+    sample index)) with paths as the check's datasets name them under `scratch` (median of `repeats`)."""
+    folder = scratch.resolve() / "data" / "resnet50_style" / "train"
+    index_map = {k: (str(folder / f"img_{k:04d}_of_{2 * entries}.npz"), 0) for k in range(entries)}
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        _ = f"{index_map}"  # the f-string DLIO builds per sample
+        times.append(time.process_time() - start)
+    return statistics.median(times) / entries
+
+
 def _npz_seconds(files: list[Path], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -194,6 +215,7 @@ def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, fl
     from iowatt.calibration.realcheck_runs import drop_caches
 
     npz_file_s, npz_Bps = npz_load_costs(scratch)
+    index_entry_s = index_map_seconds_per_entry(scratch)
     with cold_files(scratch, "read") as files:
         drop_caches()
         time.sleep(settle_seconds)
@@ -201,4 +223,4 @@ def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, fl
         read_GBps = page_cache_read_GBps(files)
         shm_GBps = shm_write_GBps() if SHM_FOLDER.is_dir() else None
     return {"page_cache_write_GBps_per_core": write_GBps, "page_cache_read_GBps_per_core": read_GBps, "shm_write_GBps_per_core": shm_GBps,
-            "npz_seconds_per_file": npz_file_s, "npz_GBps_per_core": npz_Bps / 1e9}
+            "npz_seconds_per_file": npz_file_s, "npz_GBps_per_core": npz_Bps / 1e9, "index_map_seconds_per_entry": index_entry_s}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS
 from iowatt.models.uncertainty import assumed_constant, constant
 from iowatt.scenarios.dliojob import parse_workload
 from iowatt.scenarios.loader import load
@@ -62,17 +63,24 @@ def _core_speed(facts: dict[str, Any]) -> float:
     return _clock_MHz(facts) / REFERENCE_CLOCK_MHz
 
 
-def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
+def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None) -> dict[str, float]:
     """The DLIO workload fields this machine's probes measured (none for a bundle made before they existed):
     numpy.load's cost per npz file and per byte (reference-core units: measured seconds x core_speed), DLIO's
-    loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs)."""
+    loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs).
+    `samples_per_rank`: the run's, for DLIO 2.0's per-sample repr of the rank's index map (host_probe), which the null
+    runs measured at their own NULL_BATCH x NULL_BATCH_STEPS samples per rank."""
     out: dict[str, float] = {}
     speed = _core_speed(facts)
     if facts.get("npz_seconds_per_file") is not None and facts.get("npz_GBps_per_core"):
         # DLIO 2.0's NPZReader opens a sample's file on every read (read_type on_demand): a file per sample; the
         # null runs' per-sample cost, where measured, holds that open and all else a sample costs the loader
         per_sample_s = facts.get("loader_seconds_per_sample")
-        out["cpu_seconds_per_sample"] = float(per_sample_s if per_sample_s is not None else facts["npz_seconds_per_file"]) * speed
+        per_sample = float(per_sample_s if per_sample_s is not None else facts["npz_seconds_per_file"])
+        entry_s = facts.get("index_map_seconds_per_entry")
+        if per_sample_s is not None and entry_s is not None and samples_per_rank is not None:
+            # the index map's repr grows with the rank's samples: the run's map against the null run's
+            per_sample = max(0.0, per_sample + float(entry_s) * (samples_per_rank - NULL_BATCH * NULL_BATCH_STEPS))
+        out["cpu_seconds_per_sample"] = per_sample * speed
         out["cpu_bytes_per_core_second"] = float(facts["npz_GBps_per_core"]) * 1e9 / speed
     if facts.get("loader_start_seconds") is not None:
         out["loader_start"] = float(facts["loader_start_seconds"])
@@ -97,7 +105,9 @@ def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, c
     train = {k: v for k, v in workload.items() if k != "workflow"} | {"workflow": {"train": True}}
     mapped, _ = parse_workload(train, "realcheck", lenient=False)
     # the ranks run under mpirun with one slot per core, so OpenMPI's barrier busy-waits (a rank that arrives first polls)
-    return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **measured_loader(facts)}
+    dataset = workload.get("dataset") or {}
+    samples = int(dataset.get("num_files_train", 0)) * int(dataset.get("num_samples_per_file", 1))  # type: ignore[union-attr]
+    return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **measured_loader(facts, samples // ranks if samples else None)}
 
 
 def _scenario(name: str, facts: dict[str, Any], profile: str, workload: dict[str, Any], variant: str) -> dict[str, Any]:

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from iowatt.calibration.realcheck_runs import NULL_SLEEP_SECONDS, handover_seconds, null_runs
+from hypothesis import given
+from hypothesis import strategies as st
+from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS, NULL_SLEEP_SECONDS, handover_seconds, null_runs
 from iowatt.scenarios.realcheck_predict import measured_loader
 
 
@@ -46,3 +48,19 @@ def test_a_bundle_without_the_probe_predicts_as_before():
     facts = {"cores": 2, "cpu_MHz": 2400.0, "step_overhead_seconds": 1.8e-3}
     assert "handover_seconds" not in measured_loader(facts)
     assert measured_loader(facts | {"handover_seconds": 2.5e-3})["handover_seconds"] == 2.5e-3
+
+
+@given(samples=st.integers(1, 100_000), entry_us=st.floats(0.1, 2.0))
+def test_the_index_map_cost_follows_the_runs_samples_per_rank(samples: int, entry_us: float):
+    """Oracle: DLIO 2.0.0's reader (reader/reader_handler.py, read_index) builds f"{self.global_index_map}" for every
+    sample, the repr of the rank's map of one entry per sample, so a sample's cost is linear in the rank's samples and
+    the null runs' figure holds at their own count (NULL_BATCH x NULL_BATCH_STEPS per rank).  A bundle without the
+    probe keeps the null runs' figure whatever the run."""
+    null_samples = NULL_BATCH * NULL_BATCH_STEPS
+    facts = {"cores": 2, "cpu_MHz": 2400.0, "npz_seconds_per_file": 1e-4, "npz_GBps_per_core": 2.0,
+             "loader_seconds_per_sample": 0.6e-3}
+    assert measured_loader(facts, samples)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
+    probed = facts | {"index_map_seconds_per_entry": entry_us * 1e-6}
+    assert measured_loader(probed, null_samples)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
+    more, fewer = measured_loader(probed, samples + 1)["cpu_seconds_per_sample"], measured_loader(probed, samples)["cpu_seconds_per_sample"]
+    assert more - fewer == pytest.approx(entry_us * 1e-6) or fewer == 0.0
