@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS
+from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS, NULL_RECORD_BYTES
 from iowatt.models.uncertainty import assumed_constant, constant
 from iowatt.scenarios.dliojob import parse_workload
 from iowatt.scenarios.loader import load
@@ -63,12 +63,15 @@ def _core_speed(facts: dict[str, Any]) -> float:
     return _clock_MHz(facts) / REFERENCE_CLOCK_MHz
 
 
-def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None) -> dict[str, float]:
+def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None, record_bytes: int | None = None) -> dict[str, float]:
     """The DLIO workload fields this machine's probes measured (none for a bundle made before they existed):
     numpy.load's cost per npz file and per byte (reference-core units: measured seconds x core_speed), DLIO's
     loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs).
     `samples_per_rank`: the run's, for DLIO 2.0's per-sample repr of the rank's index map (host_probe), which the null
-    runs measured at their own NULL_BATCH x NULL_BATCH_STEPS samples per rank."""
+    runs measured at their own NULL_BATCH x NULL_BATCH_STEPS samples per rank.  `record_bytes`: the run's sample size;
+    where the probe loaded cold npz files of that size and of the null runs', a sample costs what the cold load at its
+    own size costs beyond the null runs' (the model's per-byte rates, the warm npz parse and the cold read's page, are
+    what the difference is taken net of)."""
     out: dict[str, float] = {}
     speed = _core_speed(facts)
     if facts.get("npz_seconds_per_file") is not None and facts.get("npz_GBps_per_core"):
@@ -80,6 +83,7 @@ def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None) 
         if per_sample_s is not None and entry_s is not None and samples_per_rank is not None:
             # the index map's repr grows with the rank's samples: the run's map against the null run's
             per_sample = max(0.0, per_sample + float(entry_s) * (samples_per_rank - NULL_BATCH * NULL_BATCH_STEPS))
+        per_sample = max(0.0, per_sample + _cold_open_seconds(facts, record_bytes))
         out["cpu_seconds_per_sample"] = per_sample * speed
         out["cpu_bytes_per_core_second"] = float(facts["npz_GBps_per_core"]) * 1e9 / speed
     if facts.get("loader_start_seconds") is not None:
@@ -90,6 +94,17 @@ def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None) 
         if facts.get(fact) is not None:
             out[field] = float(facts[fact])
     return out
+
+
+def _cold_open_seconds(facts: dict[str, Any], record_bytes: int | None) -> float:
+    """What a cold npz sample of `record_bytes` costs the loader beyond the null runs' 4 KiB one and beyond the per-byte
+    rates the model charges it (seconds on this machine's core; 0 where the probe did not load that size cold)."""
+    cold = facts.get("npz_cold_seconds_by_record") or {}
+    size, base = str(record_bytes), str(NULL_RECORD_BYTES)
+    if record_bytes is None or size not in cold or base not in cold or not facts.get("page_cache_read_GBps_per_core"):
+        return 0.0
+    per_byte_s = 1.0 / (float(facts["npz_GBps_per_core"]) * 1e9) + 1.0 / (float(facts["page_cache_read_GBps_per_core"]) * 1e9)
+    return float(cold[size]) - float(cold[base]) - (record_bytes - NULL_RECORD_BYTES) * per_byte_s
 
 
 def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, checkpoints: int, facts: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +122,9 @@ def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, c
     # the ranks run under mpirun with one slot per core, so OpenMPI's barrier busy-waits (a rank that arrives first polls)
     dataset = workload.get("dataset") or {}
     samples = int(dataset.get("num_files_train", 0)) * int(dataset.get("num_samples_per_file", 1))  # type: ignore[union-attr]
-    return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **measured_loader(facts, samples // ranks if samples else None)}
+    record = dataset.get("record_length")  # type: ignore[union-attr]
+    loader = measured_loader(facts, samples // ranks if samples else None, int(record) if record else None)
+    return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **loader}
 
 
 def _scenario(name: str, facts: dict[str, Any], profile: str, workload: dict[str, Any], variant: str) -> dict[str, Any]:

@@ -118,3 +118,13 @@ def test_shm_and_index_map_probes_measure_and_leave_nothing_behind(tmp_path: Pat
     assert list(shm.iterdir()) == []
     assert host_probe.index_map_seconds_per_entry(tmp_path, entries=64, repeats=3) > 0.0
     assert [p.name for p in tmp_path.iterdir()] == ["shm"]
+
+
+def test_cold_npz_probe_loads_each_size_and_leaves_nothing_behind(tmp_path: Path):
+    """One figure per record size asked (the null runs' 4 KiB among them), positive CPU seconds, keyed as JSON keys; the
+    files are gone afterwards.  (Cold only where the caller dropped the page cache: here they may be warm.)"""
+    with host_probe.cold_npz_files(tmp_path, [4096, 64 * 1024], count=2) as files:
+        assert sorted(files) == [4096, 64 * 1024]
+        seconds = host_probe.npz_cold_seconds(files)
+    assert sorted(seconds) == ["4096", "65536"] and all(s > 0.0 for s in seconds.values())
+    assert list(tmp_path.iterdir()) == []

@@ -64,3 +64,19 @@ def test_the_index_map_cost_follows_the_runs_samples_per_rank(samples: int, entr
     assert measured_loader(probed, null_samples)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
     more, fewer = measured_loader(probed, samples + 1)["cpu_seconds_per_sample"], measured_loader(probed, samples)["cpu_seconds_per_sample"]
     assert more - fewer == pytest.approx(entry_us * 1e-6) or fewer == 0.0
+
+
+def test_a_cold_sample_costs_its_own_sizes_cold_load_beyond_the_null_runs():
+    """Oracle: the probe's cold loads (calibration.host_probe.npz_cold_seconds): a sample of the run's size costs the
+    loader the null runs' figure plus its cold load less the null's 4 KiB one, all told: the model's per-byte charges
+    (the warm npz rate, the cold read's page) included.  A size the probe did not load, or a bundle without the
+    probe, keeps the null runs' figure."""
+    facts = {"cores": 2, "cpu_MHz": 2400.0, "npz_seconds_per_file": 1e-4, "npz_GBps_per_core": 2.0,
+             "page_cache_read_GBps_per_core": 4.0, "loader_seconds_per_sample": 0.6e-3,
+             "npz_cold_seconds_by_record": {"4096": 0.2e-3, "114688": 0.5e-3}}
+    record = 114688
+    charged = measured_loader(facts, None, record)["cpu_seconds_per_sample"] + (record - 4096) * (1 / 2.0e9 + 1 / 4.0e9)
+    assert charged == pytest.approx(0.6e-3 + 0.5e-3 - 0.2e-3)
+    assert measured_loader(facts, None, 4096)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
+    assert measured_loader(facts, None, 65536)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
+    assert measured_loader(facts, None, None)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)

@@ -118,7 +118,8 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     _say("(b) calibrate")
     user_errors(as_user_error(fit_ssd))(work / "fio", work / "profile.yaml", base, None, 0.0, 0, "this-machine")
     _say("(c) probe the host: page-cache writes, cold reads and npz loads (host_probe), DLIO's own costs (null runs)")
-    facts: dict[str, Any] = {**machine_facts(), **probe(scratch)}
+    records = tuple(int(r.workload["dataset"]["record_length"]) for r in runs if r.kind == "training")  # type: ignore[index]
+    facts: dict[str, Any] = {**machine_facts(), **probe(scratch, records=records)}
     short, long, batched, sleeping = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
     facts.update(overheads(short, long, batched, int(facts["cores"])))
     facts.update(handover_seconds(sleeping))
