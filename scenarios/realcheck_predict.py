@@ -63,7 +63,8 @@ def _core_speed(facts: dict[str, Any]) -> float:
     return _clock_MHz(facts) / REFERENCE_CLOCK_MHz
 
 
-def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None, record_bytes: int | None = None) -> dict[str, float]:
+def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None, record_bytes: int | None = None,
+                    batch: int = 1) -> dict[str, float]:
     """The DLIO workload fields this machine's probes measured (none for a bundle made before they existed):
     numpy.load's cost per npz file and per byte (reference-core units: measured seconds x core_speed), DLIO's
     loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs).
@@ -71,7 +72,8 @@ def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None, 
     runs measured at their own NULL_BATCH x NULL_BATCH_STEPS samples per rank.  `record_bytes`: the run's sample size;
     where the probe loaded cold npz files of that size and of the null runs', a sample costs what the cold load at its
     own size costs beyond the null runs' (the model's per-byte rates, the warm npz parse and the cold read's page, are
-    what the difference is taken net of)."""
+    what the difference is taken net of).  `batch`: samples per step, for the hand-over's CPU (calibration.handover_probe):
+    the trainer's CPU at the run's batch bytes, and the hand-over's wait grown by what the larger batch adds to it."""
     out: dict[str, float] = {}
     speed = _core_speed(facts)
     if facts.get("npz_seconds_per_file") is not None and facts.get("npz_GBps_per_core"):
@@ -93,6 +95,13 @@ def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None, 
                         ("handover_seconds", "handover_seconds")):
         if facts.get(fact) is not None:
             out[field] = float(facts[fact])
+    if "handover_seconds" in out and facts.get("handover_cpu_seconds") is not None and record_bytes is not None:
+        # the trainer maps every page of the batch's shared memory: a larger batch than the null run's adds that CPU
+        # to the hand-over it measured (DLIO's samples are int(sqrt(record))^2 bytes)
+        per_byte = float(facts.get("handover_cpu_seconds_per_byte") or 0.0)
+        batch_bytes = batch * int(record_bytes**0.5) ** 2
+        out["handover_seconds"] += per_byte * max(0.0, batch_bytes - NULL_RECORD_BYTES)
+        out["handover_cpu_seconds"] = min(out["handover_seconds"], float(facts["handover_cpu_seconds"]) + per_byte * batch_bytes)
     return out
 
 
@@ -123,7 +132,8 @@ def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, c
     dataset = workload.get("dataset") or {}
     samples = int(dataset.get("num_files_train", 0)) * int(dataset.get("num_samples_per_file", 1))  # type: ignore[union-attr]
     record = dataset.get("record_length")  # type: ignore[union-attr]
-    loader = measured_loader(facts, samples // ranks if samples else None, int(record) if record else None)
+    batch = int((workload.get("reader") or {}).get("batch_size", 1))  # type: ignore[union-attr]
+    loader = measured_loader(facts, samples // ranks if samples else None, int(record) if record else None, batch)
     return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **loader}
 
 

@@ -97,3 +97,36 @@ def test_the_collate_adds_its_bytes_to_each_pytorch_batch():
     t = _epoch2(_run(cores, batch_cpu_s=batch_s, loop_s=loop_s, compute_s=compute_s, files=files, shm_GBps=0.1))
     work = 2 * (files // 2) * (batch_s + MiB / 0.1e9 + loop_s)
     assert work / cores * (1 - 1e-9) <= t <= work / cores + workers * (loop_s + compute_s) * (1 + 1e-9)
+
+
+def test_the_hand_overs_cpu_on_idle_cores_is_the_plain_wait():
+    """Oracle: the hand-over's CPU part on a core nobody else wants takes its own time, so the trainer waits as long
+    as for a hand-over that is all wait (the DataLoader event simulation of tests/test_loader_handover.py holds)."""
+    def waits(cpu_s: float) -> list[float]:
+        cpu = {"name": "host", "cores": 16, "tdp_W": 10.0, "idle_W": 2.0, "memory_bandwidth_GBps": 1e4}
+        scenario = {"name": "h", "system": {"storage": {"device": "micron-7450-pro"}, "server": {"cpu": cpu, "memory": 64 * 2**30}},
+                    "workload": {"kind": "dlio", "model": "custom", "record_length": MiB, "batch_size": 1, "num_files": 24,
+                                 "computation_time": 0.02, "read_threads": 2, "prefetch_size": 1, "accelerators": 2,
+                                 "epochs": 2, "cpu_bytes_per_core_second": 1e9, "loader_start": 0.0, "epoch_overhead": 0.0,
+                                 "step_overhead": 1e-3, "handover_seconds": 2e-3, "handover_cpu_seconds": cpu_s,
+                                 "search_au": False, "mlperf_dataset_rule": False}}
+        document, _ = run_scenario(load(scenario))
+        return [x for row in sorted(document["dlio"]["steps"]["rows"], key=lambda r: (r[0], r[1])) for x in row]
+    assert waits(0.7e-3) == pytest.approx(waits(0.0), abs=1e-9)
+
+
+def test_a_saturated_host_also_takes_the_hand_overs_cpu():
+    """Oracle: work conservation, as above, with the trainers' hand-over CPU in the work: the cached epoch of a
+    loader-bound run on 2 cores lasts at least (batches + loops + hand-overs' CPU) / cores."""
+    files, cores, batch_s, loop_s, ho_s, compute_s, workers = 48, 2, 0.03, 1e-3, 2e-3, 0.005, 2
+    cpu = {"name": "host", "cores": cores, "tdp_W": 10.0, "idle_W": 2.0, "memory_bandwidth_GBps": 1e4}
+    scenario = {"name": "h", "system": {"storage": {"device": "micron-7450-pro"}, "server": {"cpu": cpu, "memory": 64 * 2**30}},
+                "workload": {"kind": "dlio", "model": "custom", "record_length": MiB, "batch_size": 1, "num_files": files,
+                             "computation_time": compute_s, "read_threads": workers, "prefetch_size": 2, "accelerators": 2,
+                             "epochs": 2, "cpu_bytes_per_core_second": MiB / batch_s, "loader_start": 0.0, "epoch_overhead": 0.0,
+                             "step_overhead": loop_s, "handover_seconds": ho_s, "handover_cpu_seconds": ho_s,
+                             "search_au": False, "mlperf_dataset_rule": False}}
+    document, _ = run_scenario(load(scenario))
+    t = _epoch2(document)
+    work = 2 * (files // 2) * (batch_s + loop_s + ho_s)
+    assert work / cores * (1 - 1e-9) <= t <= work / cores + workers * (loop_s + ho_s + compute_s) * (1 + 1e-9)

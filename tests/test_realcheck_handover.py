@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from iowatt.calibration.handover_probe import HandoverProbeError, dlio_python, handover_cpu
 from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS, NULL_SLEEP_SECONDS, handover_seconds, null_runs
 from iowatt.scenarios.realcheck_predict import measured_loader
 
@@ -80,3 +81,25 @@ def test_a_cold_sample_costs_its_own_sizes_cold_load_beyond_the_null_runs():
     assert measured_loader(facts, None, 4096)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
     assert measured_loader(facts, None, 65536)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
     assert measured_loader(facts, None, None)["cpu_seconds_per_sample"] == pytest.approx(0.6e-3)
+
+
+def test_the_hand_overs_cpu_grows_with_the_runs_batch(tmp_path: Path):
+    """Oracle: the probe's line (calibration.handover_probe): the trainer's CPU per hand-over is a + b x the batch's
+    bytes (DLIO's samples are int(sqrt(record))^2 bytes), and the null run measured the wait at its own 4 KiB batch,
+    so a larger batch adds b x the difference to the wait; the CPU part never exceeds the wait."""
+    facts = {"cores": 2, "cpu_MHz": 2400.0, "handover_seconds": 1.3e-3, "handover_cpu_seconds": 0.6e-3,
+             "handover_cpu_seconds_per_byte": 7e-11}
+    out = measured_loader(facts, None, 4 * 2**20, 2)
+    assert out["handover_cpu_seconds"] == pytest.approx(0.6e-3 + 7e-11 * 8 * 2**20)
+    assert out["handover_seconds"] == pytest.approx(1.3e-3 + 7e-11 * (8 * 2**20 - 4096))
+    assert measured_loader(facts | {"handover_cpu_seconds": 5e-3}, None, 4096, 1)["handover_cpu_seconds"] == pytest.approx(1.3e-3)
+    assert "handover_cpu_seconds" not in measured_loader({k: v for k, v in facts.items() if "cpu_seconds" not in k}, None, 4096, 1)
+
+
+def test_the_hand_over_probe_names_what_failed(tmp_path: Path):
+    """DLIO's interpreter is the one its script's #! line names; a missing one is one error naming it."""
+    script = tmp_path / "dlio_benchmark"
+    script.write_text("#!/opt/dlio/bin/python3 -u\nimport sys\n")
+    assert dlio_python(script) == Path("/opt/dlio/bin/python3")
+    with pytest.raises(HandoverProbeError, match="no-such-python"):
+        handover_cpu(tmp_path / "no-such-python")

@@ -73,6 +73,7 @@ class DlioConfig:
     loader_start: float = 0.0           # seconds before the workers read, first epoch only
     epoch_overhead: float = 0.0         # seconds per epoch and rank outside its steps
     handover: float = 0.0               # seconds the trainer waits for a batch already loaded (the workers' hand-over)
+    handover_cpu: float = 0.0           # of it, the trainer's own CPU (on the cores the workers share)
     read_pattern: Literal["seq", "rand"] = "seq"  # seq: streams of read_block_size; rand: each request at a random place
     read_block_size: float = 2.0**20    # PyTorch readers' request size (capped at the sample)
     bytes_read_fraction: float = 1.0    # share of each record fetched from storage (parquet column selection)
@@ -345,12 +346,17 @@ class _Training:
         asked = env.now
         for _step in range(out.steps):
             yield queue.get()
-            if out.cfg.handover > 0.0:
+            if out.cfg.handover > 0.0 or out.cfg.handover_cpu > 0.0:
                 # a loaded batch still reaches the trainer through its worker: the result pipe, then the batch's shared
                 # memory as a file descriptor that the worker's resource-sharer thread sends on request (torch's
                 # file_descriptor sharing), each a wake-up of a process that sat idle while the loader was ahead.
                 # PyTorch asks for the next index only once the batch is in hand (_process_data), so the slot frees after it
-                yield env.timeout(out.cfg.handover)
+                # (wake-ups: a wait; the unpickling and the mapping of the batch's pages: the trainer's CPU on a shared core)
+                latency = max(0.0, out.cfg.handover - out.cfg.handover_cpu)
+                if latency > 0.0:
+                    yield env.timeout(latency)
+                if out.cfg.handover_cpu > 0.0:
+                    yield self.engine.transfer(f"dlio.r{rank}.handover", out.cfg.handover_cpu, [(self.path.cpu, 1.0)], max_rate=1.0)
             yield slots.put(1)
             got = env.now
             if out.cfg.step_overhead > 0.0:
