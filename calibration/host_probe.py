@@ -13,6 +13,24 @@ fio measures the drive; the host side of a checkpoint or a data loader is CPU wo
   read costs 0.3-0.4 ms of CPU per 4 MiB (2.5-3.5 GB/s) where a buffered write costs 9-14 ms, because the device fills
   a read's page by DMA, so the hypervisor faults the page in on its own I/O path instead of the guest's vCPU touching
   it first.  A byte a loader reads from the drive pays this (models.host_io.page_read_seconds_per_byte).
+- shared-memory fill rate (GB/s of CPU on one core): a new segment in /dev/shm is mapped and a resident buffer copied
+  into it, on the process's CPU clock (every page faults in on the copy).  torch's default_collate in a DataLoader
+  worker allocates each batch this way (_new_shared: a new segment per batch), so a worker pays it per collated byte
+  (models.host_io.shm_collate_seconds_per_byte).  On the development VM it ran at 1.3-1.7 GB/s, as torch's own
+  collate of the same batches did (1.5-1.6 GB/s, DLIO's PyTorch, 2026-11-27), against 10+ GB/s for a copy between
+  resident buffers.
+- cold npz loads: numpy.load of .npz files not in the page cache (written and fsync'd before the drop), on the
+  process's CPU clock, at the null runs' sample size (4 KiB) and at each scored run's record size, shaped as DLIO
+  writes them (a dim x dim uint8 array, dim = int(sqrt(record))).  Beyond its bytes a cold file costs the loader its
+  opening reads: on the development VM (2026-11-27, drop, 12 s settled) a cold load cost 0.26 ms at 4 KiB, 0.49 ms at
+  112 KiB, 1.0 ms at 1 MiB and 2.7-3.7 ms at 4 MiB, against 0.12, 0.17-0.22, 0.65-0.69 and 2.0-3.6 ms warm: the
+  112 KiB file's 0.23 ms over the 4 KiB one is more than twice what its bytes cost at the warm npz and cold-read
+  rates, the 4 MiB file's less.  So the prediction takes a sample's cost at the run's own size from here.
+- DLIO 2.0's index map: its reader's read_index logs `f"{self.global_index_map}"` at debug level for every sample
+  (dlio_benchmark 2.0.0 reader/reader_handler.py), and Python builds the f-string whether or not the message is
+  logged: the repr of the rank's whole map of sample -> (absolute path, index), so a sample costs the loader time in
+  proportion to the rank's samples.  Timed here on a map of the same shape under the scratch directory's paths
+  (0.47-0.52 us per entry on the development VM, 2026-11-27: 0.25 ms per sample at 512 samples per rank).
 - npz load cost: numpy.load of an uncompressed .npz from the page cache (zip directory, array header, one read into
   a new array), timed at two sample sizes and split into a per-file cost and a per-byte rate (two equations, two
   unknowns).  DLIO's NPZReader opens every sample's file this way.
@@ -22,6 +40,7 @@ Each figure is the median of a few repeats; the files live in the scratch direct
 
 from __future__ import annotations
 
+import mmap
 import os
 import statistics
 import time
@@ -30,11 +49,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from iowatt.calibration.realcheck_runs import NULL_RECORD_BYTES, drop_caches
 
 PAGE_CACHE_PROBE_BYTES = 128 * 2**20  # x REPEATS files: well below the dirty-background share of a machine that runs the check (>= 8 GiB)
 REPEATS = 5
 NPZ_SMALL_BYTES, NPZ_LARGE_BYTES = 64 * 1024, 4 * 2**20
 NPZ_FILES = 16
+SHM_PROBE_BYTES = 8 * 2**20  # a unet3d-style batch (2 x 4 MiB); a resnet50-style one (16 x 112 KiB) ran at the same rate
+SHM_FOLDER = Path("/dev/shm")
 
 
 @contextmanager
@@ -121,6 +143,86 @@ def page_cache_read_GBps(files: list[Path]) -> float:
     return statistics.median(rates)
 
 
+def shm_write_GBps(size: int = SHM_PROBE_BYTES, repeats: int = REPEATS, folder: Path = SHM_FOLDER) -> float:
+    """GB/s of CPU one thread spends filling new shared-memory segments (median of `repeats`): each a new file in
+    `folder` (tmpfs), unlinked at once, sized, mapped and written from a resident buffer, on the process's CPU clock,
+    as torch's collate in a loader worker fills a new segment per batch."""
+    buffer = np.ones(size, dtype=np.uint8)  # touched: resident before the clock starts
+    rates = []
+    for k in range(repeats):
+        path = folder / f".iowatt-probe-shm-{os.getpid()}-{k}"
+        start = time.process_time()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            path.unlink()
+            os.ftruncate(fd, size)
+            with mmap.mmap(fd, size) as segment:
+                target = np.frombuffer(segment, dtype=np.uint8)
+                target[:] = buffer
+                del target  # the mapping closes only without views of it
+        finally:
+            os.close(fd)
+        rates.append(size / max(time.process_time() - start, 1e-9) / 1e9)
+    return statistics.median(rates)
+
+
+INDEX_MAP_ENTRIES = 512
+
+
+def index_map_seconds_per_entry(scratch: Path, entries: int = INDEX_MAP_ENTRIES, repeats: int = 50) -> float:
+    """CPU seconds per entry of building the repr of DLIO 2.0's per-rank index map (global sample -> (absolute path,
+    sample index)) with paths as the check's datasets name them under `scratch` (median of `repeats`)."""
+    folder = scratch.resolve() / "data" / "resnet50_style" / "train"
+    index_map = {k: (str(folder / f"img_{k:04d}_of_{2 * entries}.npz"), 0) for k in range(entries)}
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        _ = f"{index_map}"  # the f-string DLIO builds per sample
+        times.append(time.process_time() - start)
+    return statistics.median(times) / entries
+
+
+NPZ_COLD_FILES = 24
+
+
+def _npz_sample(record: int) -> np.ndarray:
+    side = int(record**0.5)  # DLIO 2.0's generator: a square uint8 image of int(sqrt(record_length)) on a side
+    return np.random.default_rng(0).integers(0, 255, (side, side), dtype=np.uint8)
+
+
+@contextmanager
+def cold_npz_files(scratch: Path, records: list[int], count: int = NPZ_COLD_FILES) -> Iterator[dict[int, list[Path]]]:
+    """`count` .npz files per record size, written and fsync'd in a folder of the probe's own (removed afterwards); the
+    caller drops the page cache before loading them."""
+    with _own_folder(scratch, "npzcold") as folder:
+        files: dict[int, list[Path]] = {}
+        for record in sorted(set(records)):
+            sample, files[record] = _npz_sample(record), []
+            for k in range(count):
+                path = folder / f"{record}-{k}.npz"
+                with path.open("wb") as out:
+                    np.savez(out, x=sample)
+                    out.flush()
+                    os.fsync(out.fileno())
+                files[record].append(path)
+        yield files
+
+
+def npz_cold_seconds(files: dict[int, list[Path]]) -> dict[str, float]:
+    """CPU seconds of one numpy.load of a cold .npz per record size (median over its files), keyed by the size's
+    decimal string (a JSON object key)."""
+    out = {}
+    for record, paths in files.items():
+        times = []
+        for path in paths:
+            start = time.process_time()
+            with np.load(path, allow_pickle=True) as archive:
+                archive["x"]
+            times.append(time.process_time() - start)
+        out[str(record)] = statistics.median(times)
+    return out
+
+
 def _npz_seconds(files: list[Path], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -156,16 +258,19 @@ def npz_load_costs(scratch: Path, repeats: int = REPEATS) -> tuple[float, float]
 SETTLE_SECONDS = 10.0
 
 
-def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS) -> dict[str, float]:
+def probe(scratch: Path, settle_seconds: float = SETTLE_SECONDS, records: tuple[int, ...] = ()) -> dict[str, object]:
     """The host figures the real-hardware check's predictions use (machine facts of the bundle), measured as the runs
-    meet the machine: the page cache dropped where permitted, then `settle_seconds` before the page-cache write."""
-    from iowatt.calibration.realcheck_runs import drop_caches
-
+    meet the machine: the page cache dropped where permitted, then `settle_seconds` before the page-cache write;
+    `records`: the scored training runs' record sizes, for the cold npz loads."""
     npz_file_s, npz_Bps = npz_load_costs(scratch)
-    with cold_files(scratch, "read") as files:
+    index_entry_s = index_map_seconds_per_entry(scratch)
+    with cold_files(scratch, "read") as files, cold_npz_files(scratch, [NULL_RECORD_BYTES, *records]) as npz:
         drop_caches()
         time.sleep(settle_seconds)
         write_GBps = page_cache_write_GBps(scratch)
         read_GBps = page_cache_read_GBps(files)
-    return {"page_cache_write_GBps_per_core": write_GBps, "page_cache_read_GBps_per_core": read_GBps,
-            "npz_seconds_per_file": npz_file_s, "npz_GBps_per_core": npz_Bps / 1e9}
+        shm_GBps = shm_write_GBps() if SHM_FOLDER.is_dir() else None
+        cold_npz_s = npz_cold_seconds(npz)
+    return {"page_cache_write_GBps_per_core": write_GBps, "page_cache_read_GBps_per_core": read_GBps, "shm_write_GBps_per_core": shm_GBps,
+            "npz_seconds_per_file": npz_file_s, "npz_GBps_per_core": npz_Bps / 1e9, "index_map_seconds_per_entry": index_entry_s,
+            "npz_cold_seconds_by_record": cold_npz_s}

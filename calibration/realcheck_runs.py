@@ -96,6 +96,7 @@ def _training_run(name: str, model: str, scratch: Path, ranks: int, files: int, 
     return RunSpec(name, "training", ranks, workload, generate=generate)
 
 
+NULL_RECORD_BYTES = 4096  # the null runs' samples: DLIO's own cost, next to nothing to read
 NULL_STEPS = (12, 36)  # two lengths: what a block costs once and what each step costs are two unknowns
 NULL_BATCH, NULL_BATCH_STEPS = 16, 24  # and a third run with 16 samples per step: what a sample costs the loader
 
@@ -109,9 +110,10 @@ def null_runs(scratch: Path, ranks: int = 2) -> list[RunSpec]:
     """DLIO with nothing to do: 4 KiB samples, the scored runs' ranks and loader workers; with no compute a batch of
     one at two lengths, then a batch of NULL_BATCH (DLIO's own cost on this machine, `overheads`); and a batch of one
     with a compute sleep of NULL_SLEEP_SECONDS (the hand-over of a batch the loader holds, `handover_seconds`)."""
-    return [*(_training_run(f"null_{steps}", "unet3d", scratch, ranks, ranks * steps, 4096, 1, 0.0) for steps in NULL_STEPS),
-            _training_run(f"null_b{NULL_BATCH}", "unet3d", scratch, ranks, ranks * NULL_BATCH_STEPS * NULL_BATCH, 4096, NULL_BATCH, 0.0),
-            _training_run("null_sleep", "unet3d", scratch, ranks, ranks * NULL_SLEEP_STEPS, 4096, 1, NULL_SLEEP_SECONDS)]
+    record = NULL_RECORD_BYTES
+    return [*(_training_run(f"null_{steps}", "unet3d", scratch, ranks, ranks * steps, record, 1, 0.0) for steps in NULL_STEPS),
+            _training_run(f"null_b{NULL_BATCH}", "unet3d", scratch, ranks, ranks * NULL_BATCH_STEPS * NULL_BATCH, record, NULL_BATCH, 0.0),
+            _training_run("null_sleep", "unet3d", scratch, ranks, ranks * NULL_SLEEP_STEPS, record, 1, NULL_SLEEP_SECONDS)]
 
 
 def _null_rank_times(dlio_bundle: Path, batch: int = 1) -> list[tuple[int, float, float, float, float]]:

@@ -146,6 +146,13 @@ class CPUSpec(BaseModel):
         "On a VM it can be ten times the write rate: the device fills a read's page by DMA, so the page fault to the "
         "hypervisor is not the guest CPU's",
     )
+    shm_write_GBps_per_core: float | None = Field(
+        default=None,
+        gt=0,
+        description="GB/s one core fills a new shared-memory segment it has just mapped (every page faulted in, then "
+        "written): what a PyTorch DataLoader worker pays to collate each batch (torch's default_collate allocates the "
+        "batch in fresh shared memory).  Measured by `iowatt check-machine`'s host probe; default: not charged",
+    )
 
     @model_validator(mode="after")
     def _powers(self) -> CPUSpec:

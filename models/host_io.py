@@ -175,6 +175,16 @@ def page_read_seconds_per_byte(cpu: CPUSpec) -> float:
     return cpu.core_speed / (cpu.page_cache_read_GBps_per_core * 1e9)
 
 
+def shm_collate_seconds_per_byte(cpu: CPUSpec) -> float:
+    """Reference-core seconds per byte a PyTorch loader worker spends collating a batch into new shared memory (torch's
+    default_collate in a worker allocates the batch with _new_shared: a new segment whose every page faults in on the
+    copy): the host's measured rate (CPUSpec.shm_write_GBps_per_core) where it has one; none charged without it, as
+    before the probe measured it."""
+    if cpu.shm_write_GBps_per_core is None:
+        return 0.0
+    return cpu.core_speed / (cpu.shm_write_GBps_per_core * 1e9)
+
+
 def memcpy_seconds_per_byte() -> float:
     """Reference-core seconds per byte of a copy between resident buffers (no page allocation)."""
     return 1.0 / (constant(MEMCPY.name) * 1e9)

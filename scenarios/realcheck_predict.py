@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS, NULL_RECORD_BYTES
 from iowatt.models.uncertainty import assumed_constant, constant
 from iowatt.scenarios.dliojob import parse_workload
 from iowatt.scenarios.loader import load
@@ -51,7 +52,7 @@ def cpu_spec(facts: dict[str, Any], speed_factor: float = 1.0, memory_factor: fl
             "base_clock_GHz": _clock_MHz(facts) / 1e3, "core_speed": _core_speed(facts) * speed_factor,
             # measured by the host probe (calibration.host_probe): seconds on a core, so it scales with the core
             **{field: float(facts[field]) * speed_factor if facts.get(field) else None
-               for field in ("page_cache_write_GBps_per_core", "page_cache_read_GBps_per_core")}}
+               for field in ("page_cache_write_GBps_per_core", "page_cache_read_GBps_per_core", "shm_write_GBps_per_core")}}
 
 
 def _clock_MHz(facts: dict[str, Any]) -> float:
@@ -62,17 +63,30 @@ def _core_speed(facts: dict[str, Any]) -> float:
     return _clock_MHz(facts) / REFERENCE_CLOCK_MHz
 
 
-def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
+def measured_loader(facts: dict[str, Any], samples_per_rank: int | None = None, record_bytes: int | None = None,
+                    batch: int = 1) -> dict[str, float]:
     """The DLIO workload fields this machine's probes measured (none for a bundle made before they existed):
     numpy.load's cost per npz file and per byte (reference-core units: measured seconds x core_speed), DLIO's
-    loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs)."""
+    loader start-up, its costs outside compute per step and per epoch, and the hand-over of a loaded batch (the null runs).
+    `samples_per_rank`: the run's, for DLIO 2.0's per-sample repr of the rank's index map (host_probe), which the null
+    runs measured at their own NULL_BATCH x NULL_BATCH_STEPS samples per rank.  `record_bytes`: the run's sample size;
+    where the probe loaded cold npz files of that size and of the null runs', a sample costs what the cold load at its
+    own size costs beyond the null runs' (the model's per-byte rates, the warm npz parse and the cold read's page, are
+    what the difference is taken net of).  `batch`: samples per step, for the hand-over's CPU (calibration.handover_probe):
+    the trainer's CPU at the run's batch bytes, and the hand-over's wait grown by what the larger batch adds to it."""
     out: dict[str, float] = {}
     speed = _core_speed(facts)
     if facts.get("npz_seconds_per_file") is not None and facts.get("npz_GBps_per_core"):
         # DLIO 2.0's NPZReader opens a sample's file on every read (read_type on_demand): a file per sample; the
         # null runs' per-sample cost, where measured, holds that open and all else a sample costs the loader
         per_sample_s = facts.get("loader_seconds_per_sample")
-        out["cpu_seconds_per_sample"] = float(per_sample_s if per_sample_s is not None else facts["npz_seconds_per_file"]) * speed
+        per_sample = float(per_sample_s if per_sample_s is not None else facts["npz_seconds_per_file"])
+        entry_s = facts.get("index_map_seconds_per_entry")
+        if per_sample_s is not None and entry_s is not None and samples_per_rank is not None:
+            # the index map's repr grows with the rank's samples: the run's map against the null run's
+            per_sample = max(0.0, per_sample + float(entry_s) * (samples_per_rank - NULL_BATCH * NULL_BATCH_STEPS))
+        per_sample = max(0.0, per_sample + _cold_open_seconds(facts, record_bytes))
+        out["cpu_seconds_per_sample"] = per_sample * speed
         out["cpu_bytes_per_core_second"] = float(facts["npz_GBps_per_core"]) * 1e9 / speed
     if facts.get("loader_start_seconds") is not None:
         out["loader_start"] = float(facts["loader_start_seconds"])
@@ -81,7 +95,25 @@ def measured_loader(facts: dict[str, Any]) -> dict[str, float]:
                         ("handover_seconds", "handover_seconds")):
         if facts.get(fact) is not None:
             out[field] = float(facts[fact])
+    if "handover_seconds" in out and facts.get("handover_cpu_seconds") is not None and record_bytes is not None:
+        # the trainer maps every page of the batch's shared memory: a larger batch than the null run's adds that CPU
+        # to the hand-over it measured (DLIO's samples are int(sqrt(record))^2 bytes)
+        per_byte = float(facts.get("handover_cpu_seconds_per_byte") or 0.0)
+        batch_bytes = batch * int(record_bytes**0.5) ** 2
+        out["handover_seconds"] += per_byte * max(0.0, batch_bytes - NULL_RECORD_BYTES)
+        out["handover_cpu_seconds"] = min(out["handover_seconds"], float(facts["handover_cpu_seconds"]) + per_byte * batch_bytes)
     return out
+
+
+def _cold_open_seconds(facts: dict[str, Any], record_bytes: int | None) -> float:
+    """What a cold npz sample of `record_bytes` costs the loader beyond the null runs' 4 KiB one and beyond the per-byte
+    rates the model charges it (seconds on this machine's core; 0 where the probe did not load that size cold)."""
+    cold = facts.get("npz_cold_seconds_by_record") or {}
+    size, base = str(record_bytes), str(NULL_RECORD_BYTES)
+    if record_bytes is None or size not in cold or base not in cold or not facts.get("page_cache_read_GBps_per_core"):
+        return 0.0
+    per_byte_s = 1.0 / (float(facts["npz_GBps_per_core"]) * 1e9) + 1.0 / (float(facts["page_cache_read_GBps_per_core"]) * 1e9)
+    return float(cold[size]) - float(cold[base]) - (record_bytes - NULL_RECORD_BYTES) * per_byte_s
 
 
 def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, checkpoints: int, facts: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +128,13 @@ def workload_for(kind: str, workload: dict[str, Any], ranks: int, fsync: bool, c
         return out
     train = {k: v for k, v in workload.items() if k != "workflow"} | {"workflow": {"train": True}}
     mapped, _ = parse_workload(train, "realcheck", lenient=False)
-    return {**mapped, "accelerators": ranks, **measured_loader(facts)}
+    # the ranks run under mpirun with one slot per core, so OpenMPI's barrier busy-waits (a rank that arrives first polls)
+    dataset = workload.get("dataset") or {}
+    samples = int(dataset.get("num_files_train", 0)) * int(dataset.get("num_samples_per_file", 1))  # type: ignore[union-attr]
+    record = dataset.get("record_length")  # type: ignore[union-attr]
+    batch = int((workload.get("reader") or {}).get("batch_size", 1))  # type: ignore[union-attr]
+    loader = measured_loader(facts, samples // ranks if samples else None, int(record) if record else None, batch)
+    return {**mapped, "accelerators": ranks, "barrier_spin": ranks > 1, **loader}
 
 
 def _scenario(name: str, facts: dict[str, Any], profile: str, workload: dict[str, Any], variant: str) -> dict[str, Any]:

@@ -107,3 +107,24 @@ def test_page_read_cost_is_the_measured_read_else_the_write(read: float | None, 
                                       **({} if read is None else {"page_cache_read_GBps_per_core": read})))
     expected = 1.0 / ((write if read is None else read) * 1e9)
     assert host_io.page_read_seconds_per_byte(cpu) / speed == pytest.approx(expected)
+
+
+def test_shm_and_index_map_probes_measure_and_leave_nothing_behind(tmp_path: Path):
+    """The shared-memory fill rate and DLIO 2.0's index-map repr are positive figures, and the segments are gone
+    (each unlinked as soon as it is open): a folder standing in for /dev/shm holds nothing afterwards."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    assert host_probe.shm_write_GBps(size=MiB, repeats=2, folder=shm) > 0.0
+    assert list(shm.iterdir()) == []
+    assert host_probe.index_map_seconds_per_entry(tmp_path, entries=64, repeats=3) > 0.0
+    assert [p.name for p in tmp_path.iterdir()] == ["shm"]
+
+
+def test_cold_npz_probe_loads_each_size_and_leaves_nothing_behind(tmp_path: Path):
+    """One figure per record size asked (the null runs' 4 KiB among them), positive CPU seconds, keyed as JSON keys; the
+    files are gone afterwards.  (Cold only where the caller dropped the page cache: here they may be warm.)"""
+    with host_probe.cold_npz_files(tmp_path, [4096, 64 * 1024], count=2) as files:
+        assert sorted(files) == [4096, 64 * 1024]
+        seconds = host_probe.npz_cold_seconds(files)
+    assert sorted(seconds) == ["4096", "65536"] and all(s > 0.0 for s in seconds.values())
+    assert list(tmp_path.iterdir()) == []

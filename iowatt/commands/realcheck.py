@@ -103,6 +103,7 @@ def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], rep
 
 
 def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base: str, env: dict[str, str], quick: bool) -> RealcheckManifest:
+    from iowatt.calibration.handover_probe import HandoverProbeError, dlio_python, handover_cpu
     from iowatt.calibration.host_probe import probe
     from iowatt.calibration.plan import load_plan
     from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
@@ -118,12 +119,18 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     _say("(b) calibrate")
     user_errors(as_user_error(fit_ssd))(work / "fio", work / "profile.yaml", base, None, 0.0, 0, "this-machine")
     _say("(c) probe the host: page-cache writes, cold reads and npz loads (host_probe), DLIO's own costs (null runs)")
-    facts: dict[str, Any] = {**machine_facts(), **probe(scratch)}
+    records = tuple(int(r.workload["dataset"]["record_length"]) for r in runs if r.kind == "training")  # type: ignore[index]
+    facts: dict[str, Any] = {**machine_facts(), **probe(scratch, records=records)}
     short, long, batched, sleeping = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
     facts.update(overheads(short, long, batched, int(facts["cores"])))
     facts.update(handover_seconds(sleeping))
+    try:  # the trainer's CPU in the hand-over, with DLIO's own PyTorch
+        facts.update(handover_cpu(dlio_python(Path(shutil.which("dlio_benchmark", path=env.get("PATH")) or "dlio_benchmark"))))
+    except HandoverProbeError as error:
+        _say(f"    no hand-over CPU probe ({error}): the hand-over stays a wait")
     _say(f"    page-cache writes {facts['page_cache_write_GBps_per_core']:.2f} GB/s per core, cold reads "
-         f"{facts['page_cache_read_GBps_per_core']:.2f} GB/s of CPU; npz {facts['npz_seconds_per_file'] * 1e3:.2f} ms "
+         f"{facts['page_cache_read_GBps_per_core']:.2f} GB/s of CPU, new shared memory "
+         f"{facts['shm_write_GBps_per_core'] or 0:.2f} GB/s; npz {facts['npz_seconds_per_file'] * 1e3:.2f} ms "
          f"per file + {facts['npz_GBps_per_core']:.2f} GB/s; DLIO: loader start {facts['loader_start_seconds']:.2f} s, "
          f"{facts['step_overhead_seconds'] * 1e3:.1f} ms per step and {facts['epoch_overhead_seconds']:.2f} s per epoch outside compute, "
          f"{facts['loader_seconds_per_sample'] * 1e3:.2f} core-ms per 4 KiB sample in the loader, "

@@ -48,6 +48,11 @@ DLIO_EPOCH_OVERHEAD_SECONDS = 0.056
 # O_DIRECT transfers whole logical blocks: DLIO's odirect readers round each read up to the block (4096 B, the
 # logical block of the NVMe drives the benchmark runs on; Linux requires O_DIRECT offsets and lengths aligned to it)
 ODIRECT_BLOCK_BYTES = 4096
+# A rank held at the barrier polls (OpenMPI's MPI_Barrier spins in opal_progress when the node is not
+# oversubscribed): the model charges the spin as CPU flows of this many core-seconds each until the barrier opens,
+# the last one finishing after it (a spinner notices the release only at its next poll).  A solver setting, not a
+# model value: it bounds the spin's overshoot per step (0.2 ms of one core against steps of 10 ms and more).
+SPIN_QUANTUM_SECONDS = 0.2e-3
 
 
 @dataclass(frozen=True)
@@ -68,12 +73,14 @@ class DlioConfig:
     loader_start: float = 0.0           # seconds before the workers read, first epoch only
     epoch_overhead: float = 0.0         # seconds per epoch and rank outside its steps
     handover: float = 0.0               # seconds the trainer waits for a batch already loaded (the workers' hand-over)
+    handover_cpu: float = 0.0           # of it, the trainer's own CPU (on the cores the workers share)
     read_pattern: Literal["seq", "rand"] = "seq"  # seq: streams of read_block_size; rand: each request at a random place
     read_block_size: float = 2.0**20    # PyTorch readers' request size (capped at the sample)
     bytes_read_fraction: float = 1.0    # share of each record fetched from storage (parquet column selection)
     format: str = "npz"
     odirect: bool = False               # O_DIRECT reads: whole 4 KiB blocks, no page cache
     loader_cost_cv: float = 0.0         # spread of a worker's time per batch beyond its bytes
+    barrier_spin: bool = False          # a rank waiting at the step's barrier polls on a core (MPI busy-waits)
     # the loader's host side and the run's switches (DlioParams' fields of the same names)
     transfer_size: float = 256.0 * 1024  # TensorFlow readers' request size
     prefetch_size: int = 2              # batches each worker may hold ahead
@@ -184,6 +191,7 @@ class _ReadPath:
 
     def __init__(self, engine: FlowEngine, system: SystemRuntime, cfg: DlioConfig, n_acc: int) -> None:
         self.engine = engine
+        self.cpu = system.host.cpu
         record = cfg.record_length
         tensorflow = self.tensorflow = cfg.tensorflow
         # rand: each request (a small file, a parquet column chunk) at a random place; seq: a sample streams in
@@ -207,6 +215,10 @@ class _ReadPath:
         request = Access("read", block, "rand" if cfg.read_pattern == "rand" else "seq", outstanding)
         disk = system.volume.usage(request)
         cpu_coeff = 1.0 / cfg.cpu_bytes_per_core_second + cfg.cpu_seconds_per_sample / record
+        if not tensorflow:
+            # PyTorch's worker collates each batch into new shared memory (default_collate's _new_shared): every page of
+            # the batch faults in as it is copied (the host's measured rate; none charged where the host has none)
+            cpu_coeff += host_io.shm_collate_seconds_per_byte(system.host.cpu_spec)
         # a byte read from the drive lands in a page-cache page the kernel first allocates, in the reader's
         # context, and read() copies it out (models.host_io.page_read_seconds_per_byte: the host's measured
         # figure, else the write's page cost); bytes served from the page cache skip it.  O_DIRECT DMAs into the reader's own aligned buffer: no page,
@@ -334,16 +346,23 @@ class _Training:
         asked = env.now
         for _step in range(out.steps):
             yield queue.get()
-            if out.cfg.handover > 0.0:
+            if out.cfg.handover > 0.0 or out.cfg.handover_cpu > 0.0:
                 # a loaded batch still reaches the trainer through its worker: the result pipe, then the batch's shared
                 # memory as a file descriptor that the worker's resource-sharer thread sends on request (torch's
                 # file_descriptor sharing), each a wake-up of a process that sat idle while the loader was ahead.
                 # PyTorch asks for the next index only once the batch is in hand (_process_data), so the slot frees after it
-                yield env.timeout(out.cfg.handover)
+                # (wake-ups: a wait; the unpickling and the mapping of the batch's pages: the trainer's CPU on a shared core)
+                latency = max(0.0, out.cfg.handover - out.cfg.handover_cpu)
+                if latency > 0.0:
+                    yield env.timeout(latency)
+                if out.cfg.handover_cpu > 0.0:
+                    yield self.engine.transfer(f"dlio.r{rank}.handover", out.cfg.handover_cpu, [(self.path.cpu, 1.0)], max_rate=1.0)
             yield slots.put(1)
             got = env.now
             if out.cfg.step_overhead > 0.0:
-                yield env.timeout(out.cfg.step_overhead)  # the loop's own cost per step: neither wait nor compute
+                # the loop's own cost per step, neither wait nor compute: the trainer's Python on one of the host's cores,
+                # which it shares with the loader workers (its time where the cores are free, longer where they are not)
+                yield self.engine.transfer(f"dlio.r{rank}.loop", out.cfg.step_overhead, [(self.path.cpu, 1.0)], max_rate=1.0)
             started = env.now
             if self.gpus:
                 g = self.gpus[rank % len(self.gpus)]
@@ -360,7 +379,12 @@ class _Training:
             # ends for all ranks when the last rank's compute ends; the time held there is in the next step's
             # wait, as DLIO's load time runs from the previous step's end (the last step's is in the epoch)
             asked = env.now
-            yield barrier.arrive(_step)
+            released = barrier.arrive(_step)
+            while out.cfg.barrier_spin and not released.triggered:
+                # held at the barrier, the rank polls on a core it takes from the loader workers
+                spin = self.engine.transfer(f"dlio.r{rank}.spin", SPIN_QUANTUM_SECONDS, [(self.path.cpu, 1.0)], max_rate=1.0)
+                yield released | spin
+            yield released
         if out.cfg.epoch_overhead > 0.0:
             yield env.timeout(out.cfg.epoch_overhead)  # the block's own bookkeeping outside its steps
 

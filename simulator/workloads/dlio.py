@@ -207,6 +207,10 @@ class DlioParams(BaseModel):
         range_note="high: MLPerf Storage v1.0's CosmoFlow result (9 H100 at AU 71.85 %, 4.88 ms steps) bounds all time outside "
         "the compute at 1.38 ms per step, less the loop's 0.32 ms (_dlio_timing.DLIO_STEP_OVERHEAD_SECONDS)",
     )
+    handover_cpu_seconds: Seconds = Field(
+        default=0.0, ge=0, le=1, description="of the hand-over, the trainer's own CPU (unpickling the batch, mapping its "
+        "shared memory): it runs on the host's cores beside the loader workers and stretches where they are busy; "
+        "check-machine measures it with DLIO's PyTorch (calibration.handover_probe); default none, the hand-over a wait")
     epochs: int = Field(default=1, ge=1, le=1000)
     total_training_steps: int | None = Field(default=None, ge=1, description="cap on steps per accelerator per epoch (DLIO train.total_training_steps)")
     read_block_size: Bytes | None = Field(
@@ -258,6 +262,10 @@ class DlioParams(BaseModel):
         description="spread of a loader worker's time per batch (gamma, mean 1), drawn per batch and rank; one rank's slow "
         "batch holds every rank at the step's barrier",
     )
+    barrier_spin: bool = Field(
+        default=False, description="a rank that reaches the step's barrier first polls on a core until the last arrives "
+        "(OpenMPI's MPI_Barrier busy-waits when the node is not oversubscribed), taking CPU from the loader workers; it "
+        "matters only where the ranks and their workers contend for the host's cores (check-machine's 2-core runs)")
     page_cache: bool = Field(default=True, description="serve epochs after the first from DRAM when the dataset fits")
     page_cache_fraction: float = Field(default=0.8, gt=0, le=1, description="share of host memory the page cache may hold")
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
@@ -313,6 +321,7 @@ class DlioParams(BaseModel):
             loader_start=float(self.loader_start),
             epoch_overhead=float(self.epoch_overhead),
             handover=float(self.handover_seconds),
+            handover_cpu=float(self.handover_cpu_seconds),
             read_pattern=self.read_pattern or p.read_pattern,
             read_block_size=float(self.read_block_size if self.read_block_size is not None
                                   else p.read_block_size if p.read_block_size is not None else MiB),
@@ -320,6 +329,7 @@ class DlioParams(BaseModel):
             format=self.format or p.format,
             odirect=self.odirect,
             loader_cost_cv=float(self.loader_cost_cv),
+            barrier_spin=self.barrier_spin,
             transfer_size=float(self.transfer_size),
             prefetch_size=self.prefetch_size,
             dram_bytes_per_byte=float(self.dram_bytes_per_byte),
