@@ -68,6 +68,10 @@ BAM_980PRO_OPS_PER_S = {1: 798_519, 2: 1.52355e6}  # Ops/sec of nvm_block_bench_
 # model serves (the same reading that lets the PM1743 and the CM7-R reach theirs under GIDS); two drives over one is
 # predicted (docs/gpu-direct.md)
 KNOWN_MISSES |= {"bam.block.980pro.1ssd"}
+# branch gds: a public GDS benchmark report's gdsio runs (gds-bench.farmgpu.net, gdsio page): four D7-PS1010 in md
+# RAID-0 into one L40S (Run 1 peak) and into four at once (Run 2 peak read), GiB/s as the page prints them
+PUBLIC_GDSBENCH_PREFIX = "gdsbench."
+GDSBENCH_GiB_PER_S = {"gdsbench.l40s.ps1010x4.1gpu.8m": 24.3, "gdsbench.l40s.ps1010x4.4gpu.8m": 53.0}
 KNOWN_MISSES |= {"arrays.burrito.nfs3.seqwrite.rdma_vs_tcp", "arrays.burrito.nfs4.seqwrite.rdma_vs_tcp",
                  "arrays.burrito.nfs4.randread.rdma_vs_tcp"}
 # Two Linux md commits with measurements: in Stockhausen's RAID 6 random writes the rate is nearly flat in IOPS from
@@ -116,6 +120,9 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
     assert rows["bam.block.980pro.1ssd"].measured == BAM_980PRO_OPS_PER_S[1]
     assert rows["bam.block.980pro.2_vs_1"].measured == pytest.approx(BAM_980PRO_OPS_PER_S[2] / BAM_980PRO_OPS_PER_S[1], abs=5e-4)
     public |= bam
+    gdsbench = {rid for rid, row in rows.items() if rid.startswith(PUBLIC_GDSBENCH_PREFIX) and "gds-bench.farmgpu.net" in row.source}
+    assert {rid: rows[rid].measured for rid in gdsbench} == GDSBENCH_GiB_PER_S
+    public |= gdsbench
     gds = _public_evidence_gds()
     for rid, value in gds.items():
         assert rows[rid].measured == pytest.approx(value, rel=1e-12), rid
@@ -234,8 +241,9 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     # 21: the seven Gen5 drives' passes 1-3 (public_evidence.md section 1); 2: the gdsio rows, no longer fitted;
     # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10 + 9: issue 30's array and NFS rows;
     # 2: BaM's block benchmark on the 980 PRO (branch gds); 2: the 6550 ION's measured 16K random-write power and
-    # throughput (S08, branch power)
-    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2 + 2
+    # throughput (S08, branch power); 2: gdsio from four D7-PS1010 into one and four L40S (a public GDS benchmark
+    # report, branch gds)
+    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2 + 2 + 2
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)

@@ -77,6 +77,8 @@ def run(ctx: RunContext, params: GdsReadParams) -> Result:
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
     if params.sweep:
         raise WorkloadConfigError("workload.sweep: the per-request mode runs one block size and thread count, found sweep: true")
+    if params.gpus > 1:
+        raise WorkloadConfigError(f"workload.gpus: the per-request mode reads into one GPU, found gpus: {params.gpus}")
     block, threads = float(params.block_size), params.threads
     per_thread = max(1, math.ceil(params.size_per_thread / block))
     count, _piece = pieces(len(system.volume.drives), block)

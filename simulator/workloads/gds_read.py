@@ -62,7 +62,12 @@ class GdsReadParams(BaseModel):
     )
     size_per_thread: Bytes = Field(default=GiB, gt=0, description="bytes each thread reads (-s)")
     pattern: Literal["seq", "rand"] = Field(default="seq", description="gdsio -I 0 (sequential) or 2 (random)")
-    gpu: int = Field(default=0, ge=0, description="index of the destination GPU")
+    gpu: int = Field(default=0, ge=0, description="index of the destination GPU (the first one when `gpus` > 1)")
+    gpus: int = Field(
+        default=1, ge=1, le=64,
+        description="GPUs read into at once (indices gpu .. gpu + gpus - 1), each by its own `threads` threads: gdsio run on "
+        "every GPU at the same time (-d per job); the drives serve all of them, each GPU's link carries its own share",
+    )
     path: GpuPath = Field(
         default="root_complex",
         description="where the GPU sits relative to the drives: switch (a shared PCIe switch), root_complex (different root "
@@ -84,12 +89,15 @@ class GdsReadParams(BaseModel):
         return default_mode(self.path) if self.mode == "auto" else self.mode
 
 
-def _gpu(system: SystemRuntime, params: GdsReadParams) -> GPURuntime:
+def _gpus(system: SystemRuntime, params: GdsReadParams) -> list[GPURuntime]:
     if not system.gpus:
         raise WorkloadConfigError("workload kind gds_read needs a GPU: expected system.gpus.count >= 1, found 0")
     if params.gpu >= len(system.gpus):
         raise WorkloadConfigError(f"workload.gpu: expected an index below {len(system.gpus)} (the GPUs in the system), found {params.gpu}")
-    return system.gpus[params.gpu]
+    if params.gpu + params.gpus > len(system.gpus):
+        raise WorkloadConfigError(f"workload.gpus: expected at most {len(system.gpus) - params.gpu} (the GPUs from index "
+                                  f"{params.gpu} on), found {params.gpus}")
+    return system.gpus[params.gpu:params.gpu + params.gpus]
 
 
 def storage_rates(system: SystemRuntime, access: Access, depth: int) -> tuple[float, ...]:
@@ -104,19 +112,21 @@ def storage_rates(system: SystemRuntime, access: Access, depth: int) -> tuple[fl
 
 
 def closed_loop(system: SystemRuntime, params: GdsReadParams, block: float, threads: int) -> GdsLoop:
-    gpu = _gpu(system, params)
+    """`threads`: gdsio's threads on all the GPUs together."""
+    gpus = _gpus(system, params)
     n = drive_requests(params.api, threads, params.io_depth)
     access = Access("read", block, params.pattern, n)
     cpu_s = 0.0 if submission_hidden(params.api, params.io_depth) else cufile_cpu_s_per_io()
     # cuFile's CPU cost is stated for the reference core; the host's cores run at core_speed of it
     ceiling = ceiling_per_second(system.volume.usage(access), block)
-    return gds_loop(storage_rates(system, access, n), block, n, params.data_mode, system.host.cpu.capacity, gpu.link_h2d.capacity,
+    # in compatibility mode each GPU's copy engine copies its own threads' reads: their rates add up
+    copy_Bps = sum(g.link_h2d.capacity for g in gpus)
+    return gds_loop(storage_rates(system, access, n), block, n, params.data_mode, system.host.cpu.capacity, copy_Bps,
                     cpu_s, system.host.core_speed, ceiling, submitters=threads)
 
 
-def usage(system: SystemRuntime, params: GdsReadParams, block: float, n: int) -> Usage:
-    """A byte's path: the volume at depth N, the GPU's link, cuFile's CPU, and the bounce buffer's DRAM in compat mode."""
-    gpu = _gpu(system, params)
+def usage(system: SystemRuntime, params: GdsReadParams, gpu: GPURuntime, block: float, n: int) -> Usage:
+    """A byte's path: the volume at depth N, its GPU's link, cuFile's CPU, and the bounce buffer's DRAM in compat mode."""
     out = [*system.volume.usage(Access("read", block, params.pattern, n)), (gpu.link_h2d, 1.0),
            (system.host.cpu, cufile_cpu_s_per_io() / block / system.host.core_speed)]
     if params.data_mode == "compat":
@@ -126,21 +136,25 @@ def usage(system: SystemRuntime, params: GdsReadParams, block: float, n: int) ->
 
 def measure(env: simpy.Environment, engine: FlowEngine, system: SystemRuntime, params: GdsReadParams,
             block: float, threads: int) -> tuple[dict[str, float], GdsLoop]:
-    loop = closed_loop(system, params, block, threads)
-    per_thread = loop.rate * block / threads
-    flow_usage = usage(system, params, block, drive_requests(params.api, threads, params.io_depth))
+    """`threads` per GPU; every GPU's threads read at once."""
+    gpus = _gpus(system, params)
+    all_threads = threads * len(gpus)
+    loop = closed_loop(system, params, block, all_threads)
+    per_thread = loop.rate * block / all_threads
+    n = drive_requests(params.api, all_threads, params.io_depth)
     start = env.now
-    flows = [engine.start(f"gds.t{t}", params.size_per_thread, flow_usage, max_rate=per_thread) for t in range(threads)]
+    flows = [engine.start(f"gds.g{g}.t{t}", params.size_per_thread, usage(system, params, gpu, block, n), max_rate=per_thread)
+             for g, gpu in enumerate(gpus) for t in range(threads)]
     env.run(simpy.AllOf(env, [f.done for f in flows]))
     elapsed = env.now - start
-    total = params.size_per_thread * threads
+    total = params.size_per_thread * all_threads
     bw = total / elapsed
     iops = bw / block
     return {
         "bandwidth_GiB_per_second": bw / GiB,
         "bandwidth_MB_per_second": bw / 1e6,
         "iops": iops,
-        "latency_mean_us": threads * params.io_depth / iops * 1e6,
+        "latency_mean_us": all_threads * params.io_depth / iops * 1e6,
         "elapsed_seconds": elapsed,
         "bytes_read_GB": total / 1e9,
     }, loop
@@ -166,8 +180,8 @@ def run(ctx: RunContext, params: GdsReadParams) -> WorkloadOutcome:
     import numpy as np
     metrics, loop = measure(ctx.env, ctx.engine, ctx.system, params, params.block_size, params.threads)
     metrics["qd1_latency_us"] = ctx.system.volume.qd1_latency_s(Access("read", params.block_size, params.pattern)) * 1e6
-    metrics["outstanding_requests"] = float(params.threads * params.io_depth)
-    metrics["drive_requests"] = float(drive_requests(params.api, params.threads, params.io_depth))
+    metrics["outstanding_requests"] = float(params.threads * params.gpus * params.io_depth)
+    metrics["drive_requests"] = float(drive_requests(params.api, params.threads * params.gpus, params.io_depth))
     detail: dict = {"mode": params.data_mode, "path": params.path, "binding": loop.binding()}
     if params.sweep:
         detail["sweep"] = _sweep(ctx, params)
