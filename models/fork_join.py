@@ -114,3 +114,24 @@ def fork_join_latency_s(pieces: int, units: float, piece_s: float, sigma: float,
         latency = piece_s * expected_max(pieces, found, sigma)
         found = (n / latency) * pieces / units * piece_s * (1.0 + found)
     return latency
+
+
+@lru_cache(maxsize=1024)
+def equivalent_spread(pieces: int, slowest_over_mean: float) -> float:
+    """The lognormal spread sigma whose largest of `pieces` (mean one) is `slowest_over_mean`: a piece time of another
+    shape (a hard disk's bounded seek + rotation, models.hdd.slowest_positioning_seconds) enters the join through it,
+    exact alone and grown with the load as the lognormal's is.  Bisection on the exact lognormal maximum."""
+    if pieces <= 1 or slowest_over_mean <= 1.0:
+        return 0.0
+    low, high = 0.0, 3.0
+    for _ in range(40):
+        mid = 0.5 * (low + high)
+        if _expected_max_at(int(pieces), 0.0, mid, nodes=False) < slowest_over_mean:
+            low = mid
+        else:
+            high = mid
+    return round(0.5 * (low + high), 4)
+
+
+
+

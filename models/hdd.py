@@ -375,10 +375,9 @@ def active_watts(spec: HDDSpec, access: Access) -> float:
 # ----------------------------------------------------------------------------- service-time spread
 
 
-@lru_cache(maxsize=4096)
-def _min_cost_moments(spec: HDDSpec, x_span: float, n: int, write: bool) -> tuple[float, float]:
-    """E[M], E[M^2] of M = the cheapest of n candidates seek(D) + R (D ~ 2(1-u) on the span, R ~ U(0, T_rev)):
-    E[M^k] = int_0^inf k t^(k-1) (1 - F(t))^n dt, with F(t) = E_D[clip((t - seek(D)) / rev, 0, 1)]."""
+def _positioning_cdf(spec: HDDSpec, x_span: float, write: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(t, F(t)) of one candidate's positioning seek(D) + R, D ~ 2(1-u) on the span, R ~ U(0, T_rev):
+    F(t) = E_D[clip((t - seek(D)) / rev, 0, 1)]."""
     import numpy as np
     rev = revolution_seconds(spec)
     u = np.linspace(0.0, 1.0, _GRID)
@@ -386,9 +385,26 @@ def _min_cost_moments(spec: HDDSpec, x_span: float, n: int, write: bool) -> tupl
     w /= np.trapezoid(w, u)
     s = seek_seconds(spec, x_span * u, write)
     t = np.linspace(0.0, float(s.max()) + rev, _GRID)
-    cdf = np.trapezoid(np.clip((t[:, None] - s[None, :]) / rev, 0.0, 1.0) * w[None, :], u, axis=1)
-    survival = np.clip(1.0 - cdf, 0.0, 1.0) ** n
+    return t, np.clip(np.trapezoid(np.clip((t[:, None] - s[None, :]) / rev, 0.0, 1.0) * w[None, :], u, axis=1), 0.0, 1.0)
+
+
+@lru_cache(maxsize=4096)
+def _min_cost_moments(spec: HDDSpec, x_span: float, n: int, write: bool) -> tuple[float, float]:
+    """E[M], E[M^2] of M = the cheapest of n candidates (`_positioning_cdf`): E[M^k] = int_0^inf k t^(k-1) (1 - F(t))^n dt."""
+    import numpy as np
+    t, cdf = _positioning_cdf(spec, x_span, write)
+    survival = (1.0 - cdf) ** n
     return float(np.trapezoid(survival, t)), float(np.trapezoid(2.0 * t * survival, t))
+
+
+@lru_cache(maxsize=1024)
+def slowest_positioning_seconds(spec: HDDSpec, pieces: int, span_fraction: float = 1.0, write: bool = False) -> float:
+    """E[max of `pieces` independent one-candidate positionings] = int_0^inf 1 - F(t)^p dt: the slowest piece of a
+    request striped over that many idle disks (each seeks and waits for its own sector; any reordering policy
+    has one candidate at QD1).  Bounded by the longest seek plus a revolution, where a lognormal's max is not."""
+    import numpy as np
+    t, cdf = _positioning_cdf(spec, stroke_fraction(spec, span_fraction), write)
+    return float(np.trapezoid(1.0 - cdf ** max(1, int(pieces)), t))
 
 
 def positioning_variance_seconds2(spec: HDDSpec, queue_depth: int = 1, span_fraction: float = 1.0, write: bool = False) -> float:

@@ -70,7 +70,7 @@ class StripedVolume(Volume):
         p = self.pieces(access)
         if p <= 1:
             return alone
-        return alone * expected_max(p, 0.0, max(piece_spread(d, access.write) for d in self._unique))
+        return alone * expected_max(p, 0.0, max(piece_spread(d, access.write, piece, p) for d in self._unique))
 
     def pieces(self, access: Access) -> int:
         """Pieces per request: one per drive it covers, at least a page each (stripes.split)."""
@@ -117,7 +117,8 @@ class StripedVolume(Volume):
         """Drives without service units (hard disks): the members' closed network of simulator.storage.member_law,
         requests placed at random (a disk left idle while another holds two is what N / L0 over n disks misses)."""
         load = MemberLoad(float(p), float(p), (1.0 / self.width,) * self.width, ((piece.with_(queue_depth=1.0), 1.0),))
-        return volume_loop(self.drives, load, access, self.qd1_latency_s(access)).law
+        spread = max(piece_spread(d, access.write, piece, p) for d in self._unique)
+        return volume_loop(self.drives, load, access, self.qd1_latency_s(access), spread=spread).law
 
     def discard(self, nbytes: float) -> None:
         for drive in self._unique:
