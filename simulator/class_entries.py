@@ -11,9 +11,65 @@ from collections.abc import Callable
 
 from iowatt.simulator.flow_network import Constraint, Flow
 
-# (constraint index, coefficient, constraint), sorted by index: a usage independent of insertion order
-Usage = tuple[tuple[int, float, Constraint], ...]
-Key = tuple[float, float, Usage]  # (weight, per-flow rate bound, shared usage)
+Item = tuple[int, float, Constraint]  # (constraint index, coefficient, constraint)
+
+
+class SharedUsage:
+    """The constraints a class's (or an entry's) flows cross that others cross too, as items sorted by constraint
+    index: a usage independent of insertion order.  One object per content within a component (Usages), so keys hash
+    and compare by identity: a start files its flow with one lookup, not a sort and a hash of every item."""
+
+    __slots__ = ("items", "narrowed")
+
+    def __init__(self, items: tuple[Item, ...]) -> None:
+        self.items = items
+        # constraints folded into an entry's bound (ClassedComponent._entry_key) -> the usage left
+        self.narrowed: dict[tuple[Constraint, ...], SharedUsage] = {}
+
+
+Key = tuple[float, float, SharedUsage]  # (weight, per-flow rate bound, shared usage)
+
+
+class Usages:
+    """A component's shared usages, one object per content.  `by_order` finds one from a flow's (constraint,
+    coefficient) pairs in the order the flow lists them (flows built by one piece of code list them alike), so the
+    sort by index runs once per order, not once per flow; both tables are caches of what live keys hold (`prune`)."""
+
+    __slots__ = ("by_content", "by_order")
+
+    def __init__(self) -> None:
+        self.by_order: dict[tuple[tuple[Constraint, float], ...], SharedUsage] = {}
+        self.by_content: dict[tuple[Item, ...], SharedUsage] = {}
+
+    def of_pairs(self, pairs: tuple[tuple[Constraint, float], ...]) -> SharedUsage:
+        usage = self.by_order.get(pairs)
+        if usage is None:
+            # constraint indices are distinct within a flow's usage, so tuples sort by index without a key function
+            usage = self.by_order[pairs] = self.of_items(tuple(sorted([(c.index, k, c) for c, k in pairs])))
+        return usage
+
+    def of_items(self, items: tuple[Item, ...]) -> SharedUsage:
+        usage = self.by_content.get(items)
+        if usage is None:
+            usage = self.by_content[items] = SharedUsage(items)
+        return usage
+
+    def without(self, usage: SharedUsage, private: tuple[Constraint, ...]) -> SharedUsage:
+        """`usage` less the constraints in `private` (which it crosses)."""
+        out = usage.narrowed.get(private)
+        if out is None:
+            out = usage.narrowed[private] = self.of_items(tuple([item for item in usage.items if item[2] not in private]))
+        return out
+
+    def size(self) -> int:
+        return len(self.by_order) + len(self.by_content)
+
+    def prune(self, live: list[SharedUsage]) -> None:
+        """Keep only the usages live keys hold (each still the one object of its content); the rest is rebuilt on demand."""
+        self.by_order.clear()
+        self.by_content = {u.items: u for u in live}
+        for u in live:
+            u.narrowed.clear()
 
 _ids = itertools.count()
 
@@ -107,17 +163,21 @@ class FlowClass:
         return remaining if remaining > 0.0 else 0.0
 
 
-def class_key(f: Flow) -> Key:
-    items = f.items
-    if items is None:  # made once per flow (its usage never changes): by constraint index, which are distinct
-        # constraint indices are distinct within a flow's usage, so tuples sort by index without a key function
-        items = f.items = tuple(sorted([(c.index, k, c) for c, k in f.usage.items()]))
+def class_key(f: Flow, usages: Usages, solo: dict[Constraint, Flow] | None = None) -> Key:
+    """(weight, own bound, shared usage): a constraint the flow alone crosses is folded into its bound (and, with
+    `solo`, filed there as folded into this flow's; one it no longer crosses alone is taken out)."""
     cap = math.inf if f.max_rate is None else f.max_rate
-    shared: list[tuple[int, float, Constraint]] = []
-    for item in items:
-        c = item[2]
+    shared: list[tuple[Constraint, float]] = []
+    for pair in f.usage.items():
+        c = pair[0]
         if len(c.flows) == 1 and c.private_able:
-            cap = min(cap, c.capacity / item[1])
+            bound = c.capacity / pair[1]
+            if bound < cap:
+                cap = bound
+            if solo is not None:
+                solo[c] = f
         else:
-            shared.append(item)
-    return f.weight, cap, tuple(shared)
+            shared.append(pair)
+            if solo is not None and solo.get(c) is f:
+                del solo[c]
+    return f.weight, cap, usages.of_pairs(tuple(shared))

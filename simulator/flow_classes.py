@@ -34,8 +34,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from iowatt.simulator.class_entries import Entry, FlowClass, Key, Usage, class_key
-from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, ComponentToken, Constraint, Flow, Meter
+from iowatt.simulator.class_entries import Entry, FlowClass, Key, SharedUsage, Usages, class_key
+from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, Constraint, Flow, Meter
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
 
 
@@ -83,11 +83,18 @@ class ClassedComponent:
         self.dynamic: dict[Constraint, None] = {}
         self.classes: dict[Key, FlowClass] = {}
         self.entries: dict[Key, Entry] = {}
-        self.groups: dict[Usage, dict[Entry, None]] = {}  # entries by shared usage: one solver group each
+        self.groups: dict[SharedUsage, dict[Entry, None]] = {}  # entries by shared usage: one solver group each
+        self.usages = Usages()
         self._layout: Layout | None = None
         self.owner: dict[Constraint, FlowClass] = {}   # constraint folded into one class's bound -> that class
         self.solo: dict[Constraint, Flow] = {}         # constraint folded into one flow's own bound -> that flow
-        self.token: ComponentToken | None = None
+        # the engine's event for this component's next change (only the latest is live) and its callback
+        self.pending: object | None = None
+        self.wake: Callable[[object], None] | None = None
+        self.pending_at = 0.0
+        self.due = 0.0
+        self.due_eid = 0
+        self.exact = True
         self._new: list[Flow] = []
         self._changed: dict[FlowClass, None] = {}
         self._touched: dict[Constraint, None] = {}
@@ -185,8 +192,7 @@ class ClassedComponent:
 
     def dissolve(self) -> list[Constraint]:
         """Hand every flow back to the per-flow engine with its state as of now; returns the constraints."""
-        if self.token is not None:
-            self.token.valid = False  # its pending event is void
+        self.pending = None  # its pending event is void
         now = self.now()
         self._advance(now)
         for cls in self.classes.values():
@@ -221,26 +227,25 @@ class ClassedComponent:
     def _entry_key(self, cls: FlowClass) -> tuple[Key, tuple[Constraint, ...]]:
         weight, cap, usage = cls.key
         m = cls.count
-        shared: list[tuple[int, float, Constraint]] = []
-        private: list[Constraint] = []
-        for item in usage:
-            _, k, c = item
+        private: list[Constraint] | None = None
+        for item in usage.items:
+            c = item[2]
             if len(c.flows) == m and c.private_able:  # every flow crossing c is one of this class's
-                cap = min(cap, c.capacity / (k * m))
-                private.append(c)
-            else:
-                shared.append(item)
-        return (weight, cap, tuple(shared)), tuple(private)
+                bound = c.capacity / (item[1] * m)
+                if bound < cap:
+                    cap = bound
+                if private is None:
+                    private = [c]
+                else:
+                    private.append(c)
+        if private is None:
+            return (weight, cap, usage), ()
+        folded = tuple(private)
+        return (weight, cap, self.usages.without(usage, folded)), folded
 
     def _move_flow(self, f: Flow, remaining: float, now: float) -> None:
         """File a flow (new, or taken out of its class) in the class its key now names."""
-        solo = self.solo
-        for c in f.usage:
-            if solo.get(c) is f:
-                del solo[c]
-            if len(c.flows) == 1 and c.private_able:  # folded into its own bound by class_key
-                solo[c] = f
-        key = class_key(f)
+        key = class_key(f, self.usages, self.solo)
         cls = self.classes.get(key)
         if cls is None:
             cls = self.classes[key] = FlowClass(key, self.now)
@@ -308,7 +313,7 @@ class ClassedComponent:
                     continue
                 f = next(iter(c.flows))
             cls = None if f is None else f.group
-            if isinstance(cls, FlowClass) and f is not None and class_key(f) != cls.key:
+            if isinstance(cls, FlowClass) and f is not None and class_key(f, self.usages) != cls.key:
                 self._changed[cls] = None
                 self._move_flow(f, cls.discard(f), now)
         for f in new:
@@ -343,6 +348,9 @@ class ClassedComponent:
             self._layout = None
             if not self.groups[key[2]]:
                 del self.groups[key[2]]
+        if self.usages.size() > 4 * (len(self.classes) + len(self.entries)) + 256:
+            # the tables only grow (a flow listing its constraints in a new order adds one): keep what keys hold
+            self.usages.prune(list({k[2]: None for k in [*self.classes, *self.entries]}))
         return self._allocate()
 
     def _solver_layout(self) -> Layout:
@@ -355,7 +363,7 @@ class ClassedComponent:
             return self._layout
         incidence: dict[Constraint, list[tuple[int, float]]] = {}
         for gi, usage in enumerate(self.groups):
-            for _, k, c in usage:
+            for _, k, c in usage.items:
                 incidence.setdefault(c, []).append((gi, k))
         column_of: dict[tuple[tuple[int, float], ...], int] = {}
         capacity: list[float] = []

@@ -180,7 +180,6 @@ class Flow:
         "end_time",
         "group",
         "index",
-        "items",
         "last_time",
         "max_rate",
         "name",
@@ -224,7 +223,6 @@ class Flow:
         self.end_time: float | None = None
         self.index = index
         self.tag = tag
-        self.items: tuple[tuple[int, float, Constraint], ...] | None = None  # usage by constraint index (class_entries.class_key)
         # usage as arrays of constraint indices and coefficients, built on first vectorised allocation
         self.usage_cols: np.ndarray | None = None
         self.usage_coefs: np.ndarray | None = None

@@ -27,8 +27,10 @@ when work arrives and when it is gone.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable, Mapping
+from functools import partial
 
 import simpy
 from iowatt.simulator import maxmin
@@ -307,7 +309,9 @@ class FlowEngine:
                 if f.token is not None:
                     f.token.valid = False
                     f.token = None
-            self._recompute_classed(ClassedComponent(comp_f, comp_c, lambda: self.env.now))
+            comp = ClassedComponent(comp_f, comp_c, lambda: self.env.now)
+            comp.wake = partial(self._on_classed_event, comp)
+            self._recompute_classed(comp)
             return
         self._recompute(comp_f, comp_c)
 
@@ -414,8 +418,6 @@ class FlowEngine:
             return
         now = self.env.now
         self.stats.recomputes += 1
-        if comp.token is not None:
-            comp.token.valid = False
         for c in list(comp.dynamic):
             self._advance_constraint(c)
         horizon, meters = comp.recompute(now)
@@ -423,17 +425,39 @@ class FlowEngine:
             m.refresh(now)
         for c in comp.dynamic:
             horizon = min(horizon, c.dynamics.seconds_to_breakpoint(c.load))  # type: ignore[union-attr]
-        token = comp.token = ComponentToken([], [], [])
         if math.isinf(horizon):
+            comp.pending = None  # an event scheduled before is void
             return  # stalled until something else changes
-        event = self.env.timeout(max(horizon, 0.0))
-        event.callbacks.append(lambda _e, token=token, comp=comp: self._on_classed_event(token, comp))
+        delay = max(horizon, 0.0)
+        due = now + delay  # the time SimPy gives a Timeout of this delay made now (Environment.schedule)
+        if comp.pending is not None and comp.pending_at <= due:
+            # the wake-up already queued comes first: keep it, and take the sequence number a new event would
+            # take now, so that it re-queues itself (_on_classed_event) exactly where that event would have been
+            comp.due = due
+            comp.due_eid = next(self.env._eid)
+            comp.exact = False
+            return
+        event = comp.pending = self.env.timeout(delay)
+        comp.pending_at = due
+        comp.exact = True
+        event.callbacks.append(comp.wake)
 
-    def _on_classed_event(self, token: ComponentToken, comp: ClassedComponent) -> None:
-        if not token.valid:
+    def _on_classed_event(self, comp: ClassedComponent, event: simpy.Event) -> None:
+        if event is not comp.pending:
             self.stats.stale_events += 1
             return
-        token.valid = False
+        if not comp.exact:
+            self.stats.stale_events += 1
+            wake = simpy.Event(self.env)
+            wake._ok = True
+            wake._value = None
+            wake.callbacks.append(comp.wake)
+            heapq.heappush(self.env._queue, (comp.due, simpy.core.NORMAL, comp.due_eid, wake))
+            comp.pending = wake
+            comp.pending_at = comp.due
+            comp.exact = True
+            return
+        comp.pending = None
         self.stats.events += 1
         for c in list(comp.dynamic):
             self._advance_constraint(c)
