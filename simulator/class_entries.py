@@ -77,10 +77,11 @@ _ids = itertools.count()
 class Entry:
     """Classes whose flows all get one rate: one row of the allocation."""
 
-    __slots__ = ("classes", "count", "heap", "key", "last_time", "name", "progress", "rate")
+    __slots__ = ("cap", "classes", "count", "heap", "key", "last_time", "name", "progress", "rate", "weight")
 
     def __init__(self, key: Key, now: float, first: Flow | None) -> None:
         self.key = key
+        self.weight, self.cap = key[0], key[1]  # per flow; read at every allocation
         self.name = "" if first is None else first.name  # a flow of it, to name in an error
         self.classes: dict[FlowClass, None] = {}
         self.count = 0            # flows in all its classes

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from iowatt.simulator.class_entries import Entry, FlowClass, Key, SharedUsage, Usages, class_key
-from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, Constraint, Flow, Meter
+from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, Constraint, Flow, Meter, by_index
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
 
 
@@ -48,25 +48,53 @@ class Layout(NamedTuple):
     multiple: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # the others: their (group, coefficient) pairs
     meters: list[Meter]                                          # of those constraints
     share: float  # one group: the most its flows move together (min capacity / coefficient); NaN otherwise
+    entries: list[Entry]  # one group: its entries, in the group's order; empty otherwise
 
 
 
 
-def placement(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
+def join(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
     """(the classed component a started flow joins, or None; those it would join to others, to dissolve).
-    It joins one that it crosses when its other constraints are used by no other flow; the search then
-    finds whatever a dissolved component's flows form with the rest."""
-    comps: dict[ClassedComponent, None] = {}
-    foreign = False  # crosses a constraint that other flows outside any classed component use
+    It joins one that it crosses when its other constraints are used by no other flow (and is added to it here, as
+    ClassedComponent.add does, in the same pass: a start's hot path); the search then finds whatever a dissolved
+    component's flows form with the rest."""
+    first: ClassedComponent | None = None
+    others: dict[ClassedComponent, None] = {}
+    foreign = False
+    marks: list[Constraint] = []  # in usage order: constraints in no component (to take), or folded into a bound of `first`
     for c in flow.usage:
         comp = c.component
-        if isinstance(comp, ClassedComponent):
-            comps[comp] = None
-        elif len(c.flows) > 1:
-            foreign = True
-    if len(comps) == 1 and not foreign:
-        return next(iter(comps)), []
-    return None, list(comps)
+        if comp is None:
+            if len(c.flows) > 1:
+                foreign = True
+            else:
+                marks.append(c)
+        elif comp is first:
+            if c in first.solo or c in first.owner:
+                marks.append(c)
+        elif isinstance(comp, ClassedComponent):
+            if first is None:
+                first = comp
+                if c in comp.solo or c in comp.owner:
+                    marks.append(c)
+            else:
+                others[comp] = None
+    if first is None:
+        return None, []
+    if others or foreign:
+        return None, [first, *others]
+    first._new.append(flow)
+    first.count += 1
+    touched = first._touched
+    for c in marks:
+        if c.component is None:
+            first._take(c)
+        else:
+            # a constraint folded into a bound is shared now: only these change a bound (recompute)
+            touched[c] = None
+    if first.hub is not None and first.hub not in flow.usage:
+        first.hub = first._find_hub()
+    return first, []
 
 
 class ClassedComponent:
@@ -146,20 +174,27 @@ class ClassedComponent:
         now = self.now()
         self._advance(now)
         finished: list[Flow] = []
+        changed = self._changed
+        heappop = heapq.heappop
         for e in self.entries.values():
-            while (top := e.top()) is not None:
-                value, cls = top
+            heap, progress, rate = e.heap, e.progress, e.rate
+            while heap:  # Entry.top, inlined: this runs for every entry at every end
+                value, stamp, _, cls = heap[0]
+                if cls.entry is not e or cls.stamp != stamp:
+                    heappop(heap)
+                    continue
                 f = cls.top()
                 assert f is not None
-                remaining = value - e.progress
-                if not (remaining <= REL_EPS * f.amount or (e.rate > 0.0 and remaining / e.rate <= TIME_EPS)):
+                remaining = value - progress
+                if not (remaining <= REL_EPS * f.amount or (rate > 0.0 and remaining / rate <= TIME_EPS)):
                     break
-                heapq.heappop(cls.heap)
+                heappop(cls.heap)
                 cls.discard(f)
-                self._changed[cls] = None
+                changed[cls] = None
                 e.push(cls)
                 finished.append(f)
-        finished.sort(key=lambda f: f.index)
+        if len(finished) > 1:
+            finished.sort(key=by_index)
         self.count -= len(finished)
         emptied: list[Constraint] = []
         touched = self._touched
@@ -386,14 +421,26 @@ class ClassedComponent:
         single = [(c, p[0][0], p[0][1]) for c, p in incidence.items() if len(p) == 1]
         multiple = [(c, tuple(p)) for c, p in incidence.items() if len(p) > 1]
         share = math.nan
+        entries: list[Entry] = []
         if len(limited) == 1 and limited[0]:
             share = min([capacity[j] / k for j, k in limited[0]])
-        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters), share)
+            entries = list(next(iter(self.groups.values())))
+        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters), share, entries)
         return self._layout
 
     def _allocate(self) -> tuple[float, list[Meter]]:
-        layout = self._solver_layout()
-        fill = None if math.isnan(layout.share) else _fill_one_group(list(next(iter(self.groups.values()))), layout.share)
+        layout = self._layout
+        if layout is None:
+            layout = self._solver_layout()
+        share = layout.share
+        if 0.0 < share < math.inf:
+            out = _one_level(layout.entries, share)
+            if out is not None:
+                horizon, total = out
+                for c, _, k in layout.single:
+                    c.load = k * total
+                return horizon, layout.meters
+        fill = None if math.isnan(share) else _fill_one_group(layout.entries, share)
         if fill is not None:
             rates = [fill]
         else:
@@ -430,6 +477,38 @@ class ClassedComponent:
             for offset, _, f in cls.heap:
                 if f.group is cls and f.offset == offset:
                     yield f
+
+
+def _one_level(entries: list[Entry], share: float) -> tuple[float, float] | None:
+    """_fill_one_group's first case and _allocate's loop in one pass, for a group whose entries all move at one level
+    (no entry's own bound comes before the shared constraints: row 6 once a few hundred flows move): sets each entry's
+    rate; returns (seconds to the next completion, flows x rate) or None where a bound comes first.  The same
+    arithmetic in the same order as those two."""
+    weight = 0.0
+    for e in entries:
+        weight += e.weight * e.count
+    level = share / weight
+    for e in entries:
+        if e.cap < e.weight * level * (1.0 - REL_EPS):
+            return None
+    horizon = math.inf
+    total = 0.0
+    heappop = heapq.heappop
+    for e in entries:
+        r = e.weight * level
+        e.rate = r
+        total += e.count * r
+        if r > 0.0:
+            heap = e.heap
+            while heap:  # Entry.top, inlined
+                value, stamp, _, cls = heap[0]
+                if cls.entry is e and cls.stamp == stamp:
+                    t = (value - e.progress) / r
+                    if t < horizon:
+                        horizon = t
+                    break
+                heappop(heap)
+    return horizon, total
 
 
 def _fill_one_group(entries: list[Entry], share: float) -> list[float] | None:

@@ -34,7 +34,7 @@ from functools import partial
 
 import simpy
 from iowatt.simulator import maxmin
-from iowatt.simulator.flow_classes import ClassedComponent, placement
+from iowatt.simulator.flow_classes import ClassedComponent, join
 from iowatt.simulator.flow_network import (
     REL_EPS,
     TIME_EPS,
@@ -87,6 +87,8 @@ class FlowEngine:
         self._dirty: dict[Constraint, None] = {}
         self._dirty_flows: dict[Flow, None] = {}
         self._batch_pending = False
+        self._batch_event: simpy.Event | None = None
+        self._batch_callbacks = [self._run_batch]  # never changed: Environment.step only reads it
         self._flow_count = 0
         self._active: dict[Flow, None] = {}
         self._dirty_classed: dict[ClassedComponent, None] = {}
@@ -166,16 +168,17 @@ class FlowEngine:
             done.succeed(flow)
             self.stats.flows_completed += 1
             return flow
+        watched: list[Constraint] = []
         for c, k in merged.items():
             c.flows[flow] = k
-        for c in merged:
             if c.watcher is not None:
-                c.watcher.flow_arrives(self, c)
+                watched.append(c)
+        for c in watched:
+            c.watcher.flow_arrives(self, c)  # type: ignore[union-attr]
         self._active[flow] = None
-        join, dissolve = placement(flow)
-        if join is not None:
-            join.add(flow)
-            self._dirty_classed[join] = None
+        joined, dissolve = join(flow)
+        if joined is not None:
+            self._dirty_classed[joined] = None
         else:
             for comp in dissolve:
                 self._dissolve(comp)
@@ -264,23 +267,40 @@ class FlowEngine:
         # run the batch before other events of this instant.  So the two fields
         # Event.succeed() sets are set here, then the public Environment.schedule
         # queues it at _BATCH_PRIORITY.  Checked on SimPy 4.1.2 (events.py).
-        event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
-        event.callbacks.append(self._run_batch)
+        # One event serves every batch: Environment.step takes its callbacks and sets them to None, so giving it
+        # its callback again re-arms it (a batch a start makes costs no event of its own).
+        event = self._batch_event
+        if event is None:
+            event = self._batch_event = simpy.Event(self.env)
+            event._ok = True
+            event._value = None
+        event.callbacks = self._batch_callbacks
         self.env.schedule(event, priority=_BATCH_PRIORITY)
 
     def _run_batch(self, _event: simpy.Event) -> None:
         self._batch_pending = False
         self.stats.batches += 1
-        seeds_c = self._dirty
-        seeds_f = self._dirty_flows
-        classed = self._dirty_classed
-        self._dirty = {}
-        self._dirty_flows = {}
-        self._dirty_classed = {}
+        # what changed until now; what this batch changes goes to the next one.  An empty set is left in place
+        # (read as a shared empty tuple here): most batches have one kind of change
+        seeds_c: dict[Constraint, None] | tuple[()] = self._dirty
+        seeds_f: dict[Flow, None] | tuple[()] = self._dirty_flows
+        classed: dict[ClassedComponent, None] | tuple[()] = self._dirty_classed
+        if seeds_c:
+            self._dirty = {}
+        else:
+            seeds_c = ()
+        if seeds_f:
+            self._dirty_flows = {}
+        else:
+            seeds_f = ()
+        if classed:
+            self._dirty_classed = {}
+        else:
+            classed = ()
         for comp in classed:
             self._recompute_classed(comp)
+        if not seeds_f and not seeds_c:
+            return
         seen_c: set[Constraint] = set()
         seen_f: set[Flow] = set()
         for f in seeds_f:
@@ -418,8 +438,9 @@ class FlowEngine:
             return
         now = self.env.now
         self.stats.recomputes += 1
-        for c in list(comp.dynamic):
-            self._advance_constraint(c)
+        if comp.dynamic:
+            for c in list(comp.dynamic):
+                self._advance_constraint(c)
         horizon, meters = comp.recompute(now)
         for m in meters:
             m.refresh(now)
