@@ -19,10 +19,12 @@ class SharedUsage:
     index: a usage independent of insertion order.  One object per content within a component (Usages), so keys hash
     and compare by identity: a start files its flow with one lookup, not a sort and a hash of every item."""
 
-    __slots__ = ("items", "narrowed")
+    __slots__ = ("coefficient", "constraints", "items", "narrowed")
 
     def __init__(self, items: tuple[Item, ...]) -> None:
         self.items = items
+        self.constraints = tuple([c for _, _, c in items])
+        self.coefficient = {c: k for _, k, c in items}
         # constraints folded into an entry's bound (ClassedComponent._entry_key) -> the usage left
         self.narrowed: dict[tuple[Constraint, ...], SharedUsage] = {}
 
@@ -164,9 +166,10 @@ class FlowClass:
         return remaining if remaining > 0.0 else 0.0
 
 
-def class_key(f: Flow, usages: Usages, solo: dict[Constraint, Flow] | None = None) -> Key:
+def class_key(f: Flow, usages: Usages, solo: dict[Constraint, Flow] | None = None, *, fresh: bool = False) -> Key:
     """(weight, own bound, shared usage): a constraint the flow alone crosses is folded into its bound (and, with
-    `solo`, filed there as folded into this flow's; one it no longer crosses alone is taken out)."""
+    `solo`, filed there as folded into this flow's; one it no longer crosses alone is taken out, unless the flow is
+    `fresh`: filed for the first time in its component, so none is filed as its)."""
     cap = math.inf if f.max_rate is None else f.max_rate
     shared: list[tuple[Constraint, float]] = []
     for pair in f.usage.items():
@@ -179,6 +182,8 @@ def class_key(f: Flow, usages: Usages, solo: dict[Constraint, Flow] | None = Non
                 solo[c] = f
         else:
             shared.append(pair)
-            if solo is not None and solo.get(c) is f:
+    if solo is not None and not fresh:
+        for c, _ in shared:
+            if solo.get(c) is f:
                 del solo[c]
     return f.weight, cap, usages.of_pairs(tuple(shared))

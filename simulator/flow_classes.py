@@ -183,12 +183,16 @@ class ClassedComponent:
                 if cls.entry is not e or cls.stamp != stamp:
                     heappop(heap)
                     continue
-                f = cls.top()
-                assert f is not None
+                flows = cls.heap
+                while True:  # FlowClass.top, inlined; a class in an entry has a flow
+                    offset, _, f = flows[0]
+                    if f.group is cls and f.offset == offset:
+                        break
+                    heappop(flows)
                 remaining = value - progress
                 if not (remaining <= REL_EPS * f.amount or (rate > 0.0 and remaining / rate <= TIME_EPS)):
                     break
-                heappop(cls.heap)
+                heappop(flows)
                 cls.discard(f)
                 changed[cls] = None
                 e.push(cls)
@@ -262,25 +266,21 @@ class ClassedComponent:
     def _entry_key(self, cls: FlowClass) -> tuple[Key, tuple[Constraint, ...]]:
         weight, cap, usage = cls.key
         m = cls.count
-        private: list[Constraint] | None = None
-        for item in usage.items:
-            c = item[2]
-            if len(c.flows) == m and c.private_able:  # every flow crossing c is one of this class's
-                bound = c.capacity / (item[1] * m)
-                if bound < cap:
-                    cap = bound
-                if private is None:
-                    private = [c]
-                else:
-                    private.append(c)
-        if private is None:
+        # every flow crossing c is one of this class's (the count first: it rules out nearly all)
+        private = [c for c in usage.constraints if len(c.flows) == m and c.private_able]
+        if not private:
             return (weight, cap, usage), ()
+        coefficient = usage.coefficient
+        for c in private:
+            bound = c.capacity / (coefficient[c] * m)
+            if bound < cap:
+                cap = bound
         folded = tuple(private)
         return (weight, cap, self.usages.without(usage, folded)), folded
 
-    def _move_flow(self, f: Flow, remaining: float, now: float) -> None:
-        """File a flow (new, or taken out of its class) in the class its key now names."""
-        key = class_key(f, self.usages, self.solo)
+    def _move_flow(self, f: Flow, remaining: float, now: float, *, fresh: bool = False) -> None:
+        """File a flow (new: `fresh`, or taken out of its class) in the class its key now names."""
+        key = class_key(f, self.usages, self.solo, fresh=fresh)
         cls = self.classes.get(key)
         if cls is None:
             cls = self.classes[key] = FlowClass(key, self.now)
@@ -352,7 +352,7 @@ class ClassedComponent:
                 self._changed[cls] = None
                 self._move_flow(f, cls.discard(f), now)
         for f in new:
-            self._move_flow(f, f._remaining, now)
+            self._move_flow(f, f._remaining, now, fresh=True)
         # classes whose entry key may have changed: those that gained or lost flows, and those a touched
         # constraint is (or was) folded into
         changed = self._changed

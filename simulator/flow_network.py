@@ -37,9 +37,12 @@ TIME_EPS = 1e-9
 # so those scans find little (row 6 at 16,384 GPUs: ~750 young collections) yet cost a quarter of the CPU.  During
 # FlowEngine.run the threshold is raised to this.  A speed setting, not a model value (results do not depend on it): measured
 # on row 6 (benchmarks/row_scale.py, 16,384 GPUs, one process): 2.6-2.7 s CPU at 700, 2.1-2.2 s at 10,000,
-# 2.0 s with the collector off.  Plausible 700 (CPython's default) .. 100,000: objects held between scans, cyclic
-# garbage only, grow with it (~1 MB at 10,000).
-GC_YOUNG_THRESHOLD = 10_000
+# 2.0 s with the collector off.  Re-measured after flow classes stopped keeping a sorted usage per flow (~260,000
+# objects alive mid-run, down from ~610,000), same row, two runs each on a loaded 2-core machine, seconds of
+# collection (gc.callbacks): 0.14-0.21 at 10,000 (2 middle-generation scans of ~30 ms), 0.07-0.14 at 40,000,
+# 0.05-0.13 at 100,000 (no middle-generation scan).  Plausible 700 (CPython's default) .. 100,000: objects held
+# between scans, cyclic garbage only, grow with it (~1 MB at 10,000, ~10 MB here).
+GC_YOUNG_THRESHOLD = 100_000
 
 
 @contextmanager
@@ -141,7 +144,9 @@ class Constraint:
         self.load = 0.0
         self.dynamics = dynamics
         self.last_time = 0.0
-        self.meters: list[Meter] = []
+        # a tuple, replaced when a meter is added (FlowEngine.meter): most constraints have none, and an empty tuple
+        # is shared, where 16,384 GPU links' empty lists were objects for the cyclic collector to scan
+        self.meters: tuple[Meter, ...] = ()
         self.index = index
         self.watcher: Watcher | None = None
         # the classed component (flow_classes.ClassedComponent) that holds this constraint's flows, if any

@@ -127,7 +127,7 @@ class FlowEngine:
             m.history = []
         for c, _ in [*m.terms, *m.busy_terms]:
             if m not in c.meters:
-                c.meters.append(m)
+                c.meters = (*c.meters, m)
         m.refresh(self.env.now)
         self.meters[name] = m
         return m
