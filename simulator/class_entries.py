@@ -37,23 +37,26 @@ class Usages:
     coefficient) pairs in the order the flow lists them (flows built by one piece of code list them alike), so the
     sort by index runs once per order, not once per flow; both tables are caches of what live keys hold (`prune`)."""
 
-    __slots__ = ("by_content", "by_order")
+    __slots__ = ("by_content", "by_order", "grown")
 
     def __init__(self) -> None:
         self.by_order: dict[tuple[tuple[Constraint, float], ...], SharedUsage] = {}
         self.by_content: dict[tuple[Item, ...], SharedUsage] = {}
+        self.grown = False  # a table gained an item since the owner last looked (ClassedComponent.recompute)
 
     def of_pairs(self, pairs: tuple[tuple[Constraint, float], ...]) -> SharedUsage:
         usage = self.by_order.get(pairs)
         if usage is None:
             # constraint indices are distinct within a flow's usage, so tuples sort by index without a key function
             usage = self.by_order[pairs] = self.of_items(tuple(sorted([(c.index, k, c) for c, k in pairs])))
+            self.grown = True
         return usage
 
     def of_items(self, items: tuple[Item, ...]) -> SharedUsage:
         usage = self.by_content.get(items)
         if usage is None:
             usage = self.by_content[items] = SharedUsage(items)
+            self.grown = True
         return usage
 
     def without(self, usage: SharedUsage, private: tuple[Constraint, ...]) -> SharedUsage:
@@ -98,7 +101,14 @@ class Entry:
         cls.stamp += 1
         f = cls.top()
         if f is not None:
-            heapq.heappush(self.heap, (f.offset - cls.base, cls.stamp, cls.id, cls))
+            heap = self.heap
+            heapq.heappush(heap, (f.offset - cls.base, cls.stamp, cls.id, cls))
+            if len(heap) > 2 * len(self.classes) + 32:
+                # a live class has one current item; when stale ones (its earlier items, classes gone elsewhere)
+                # outnumber them, drop them in one pass rather than one pop each at the top.  In place: callers hold
+                # the list.  The items are distinct, so the heap's top, the only item read, is the same.
+                heap[:] = [item for item in heap if item[3].entry is self and item[3].stamp == item[1]]
+                heapq.heapify(heap)
 
     def top(self) -> tuple[float, FlowClass] | None:
         heap = self.heap

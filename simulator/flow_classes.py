@@ -129,6 +129,7 @@ class ClassedComponent:
         self._emptied: list[Entry] = []  # entries their last class left since the last recompute
         self.hub: Constraint | None = None
         self._largest = 0  # the most flows any class has held: an upper bound on every class's count
+        self._advanced_to = -math.inf  # the time _advance last brought every entry to
         for c in constraints:
             self._take(c)
         for f in flows:
@@ -257,6 +258,9 @@ class ClassedComponent:
 
     # ------------------------------------------------------------------ allocation
     def _advance(self, now: float) -> None:
+        if now == self._advanced_to:
+            return  # every entry is there already (one made since starts there): an end's recompute follows its finish
+        self._advanced_to = now
         for e in self.entries.values():
             elapsed = now - e.last_time
             if elapsed > 0.0:
@@ -383,9 +387,12 @@ class ClassedComponent:
             self._layout = None
             if not self.groups[key[2]]:
                 del self.groups[key[2]]
-        if self.usages.size() > 4 * (len(self.classes) + len(self.entries)) + 256:
-            # the tables only grow (a flow listing its constraints in a new order adds one): keep what keys hold
-            self.usages.prune(list({k[2]: None for k in [*self.classes, *self.entries]}))
+        usages = self.usages
+        if usages.grown:
+            usages.grown = False
+            if usages.size() > 4 * (len(self.classes) + len(self.entries)) + 256:
+                # the tables only grow (a flow listing its constraints in a new order adds one): keep what keys hold
+                usages.prune(list({k[2]: None for k in [*self.classes, *self.entries]}))
         return self._allocate()
 
     def _solver_layout(self) -> Layout:
