@@ -116,13 +116,15 @@ class ClassedComponent:
         self._layout: Layout | None = None
         self.owner: dict[Constraint, FlowClass] = {}   # constraint folded into one class's bound -> that class
         self.solo: dict[Constraint, Flow] = {}         # constraint folded into one flow's own bound -> that flow
-        # the engine's event for this component's next change (only the latest is live) and its callback
+        # the engine's event for this component's next change (only the latest is live), its callback and its time;
+        # when it was kept past a later allocation (FlowEngine._recompute_classed, not `exact`), that allocation's
+        # due time and the queue sequence number it drew
         self.pending: object | None = None
         self.wake: Callable[[object], None] | None = None
         self.pending_at = 0.0
+        self.exact = True
         self.due = 0.0
         self.due_eid = 0
-        self.exact = True
         self._new: list[Flow] = []
         self._changed: dict[FlowClass, None] = {}
         self._touched: dict[Constraint, None] = {}
