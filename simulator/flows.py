@@ -478,8 +478,9 @@ class FlowEngine:
             return
         comp.pending = None
         self.stats.events += 1
-        for c in list(comp.dynamic):
-            self._advance_constraint(c)
+        if comp.dynamic:
+            for c in list(comp.dynamic):
+                self._advance_constraint(c)
         finished, emptied = comp.finish()
         for f in finished:
             del self._active[f]
