@@ -1,6 +1,7 @@
 """The classes and entries a classed component is made of (simulator.flow_classes' docstring says why): a class holds
 flows with the same weight, own bound and shared usage; an entry holds classes that get one rate.  Each keeps a heap
-of offsets so that a start, an end or a move between entries rebases one number."""
+of offsets so that a start, an end or a move between entries rebases one number.  The allocation of one group of
+entries (all crossing the same limited constraints) in closed form is here too: `fill_one_group`, `one_level`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 import math
 from collections.abc import Callable
 
-from iowatt.simulator.flow_network import Constraint, Flow
+from iowatt.simulator.flow_network import REL_EPS, Constraint, Flow
 
 Item = tuple[int, float, Constraint]  # (constraint index, coefficient, constraint)
 
@@ -197,3 +198,77 @@ def class_key(f: Flow, usages: Usages, solo: dict[Constraint, Flow] | None = Non
             if solo.get(c) is f:
                 del solo[c]
     return f.weight, cap, usages.of_pairs(tuple(shared))
+
+
+def one_level(entries: list[Entry], share: float) -> tuple[float, float] | None:
+    """fill_one_group's first case and ClassedComponent._allocate's loop in one pass, for a group whose entries all move at one level
+    (no entry's own bound comes before the shared constraints: row 6 once a few hundred flows move): sets each entry's
+    rate; returns (seconds to the next completion, flows x rate) or None where a bound comes first.  The same
+    arithmetic in the same order as those two."""
+    weight = 0.0
+    for e in entries:
+        weight += e.weight * e.count
+    level = share / weight
+    for e in entries:
+        if e.cap < e.weight * level * (1.0 - REL_EPS):
+            return None
+    horizon = math.inf
+    total = 0.0
+    heappop = heapq.heappop
+    for e in entries:
+        r = e.weight * level
+        e.rate = r
+        total += e.count * r
+        if r > 0.0:
+            heap = e.heap
+            while heap:  # Entry.top, inlined
+                value, stamp, _, cls = heap[0]
+                if cls.entry is e and cls.stamp == stamp:
+                    t = (value - e.progress) / r
+                    if t < horizon:
+                        horizon = t
+                    break
+                heappop(heap)
+    return horizon, total
+
+
+def fill_one_group(entries: list[Entry], share: float) -> list[float] | None:
+    """Per-flow rates of entries that all cross the same limited constraints at the same coefficients (row 6: every
+    GPU's flow crosses the store), by water-filling: progressive filling raises every unfrozen rate as weight x level;
+    since every constraint carries every flow, the first to saturate (the smallest capacity / coefficient, `share`,
+    the most the flows move together) freezes all, and before it only entries' own bounds freeze, in order of
+    bound / weight.  The level is then (share - what the frozen move) / the unfrozen weight.  The same allocation as
+    maxmin.progressive_filling_rows (which sums the level step by step: equal to rounding, tests/test_flows_fast_paths.py);
+    None where that path's error handling is needed (no finite share)."""
+    if not share < math.inf:
+        return None
+    if share <= 0.0:
+        return [0.0] * len(entries)
+    weight = 0.0
+    for e in entries:
+        weight += e.key[0] * e.count
+    level = share / weight
+    for e in entries:
+        if e.key[1] < e.key[0] * level * (1.0 - REL_EPS):
+            break
+    else:  # no bound comes before the shared constraints (row 6 once a few hundred flows move): one level for all
+        return [e.key[0] * level for e in entries]
+    order = sorted(range(len(entries)), key=lambda i: entries[i].key[1] / entries[i].key[0])
+    left = share
+    rates = [0.0] * len(entries)
+    level = left / weight
+    for n, i in enumerate(order):
+        e = entries[i]
+        w, cap = e.key[0], e.key[1]
+        if cap < w * level * (1.0 - REL_EPS):
+            rates[i] = cap
+            left -= cap * e.count
+            weight -= w * e.count
+            level = left / weight if weight > 0.0 else math.inf
+            if level < 0.0:
+                level = 0.0
+            continue
+        for j in order[n:]:
+            rates[j] = entries[j].key[0] * level
+        break
+    return rates

@@ -27,9 +27,8 @@ when work arrives and when it is gone.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import partial
 
 import simpy
@@ -46,10 +45,12 @@ from iowatt.simulator.flow_network import (
     Flow,
     Meter,
     Watcher,
-    by_index,
+    draw_sequence_number,
     fewer_young_collections,
+    queue_at,
+    search_component,
+    triggered_event,
 )
-from simpy.events import NORMAL
 
 __all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "FlowEngine", "Meter", "Watcher", "run_until_idle"]
 
@@ -263,41 +264,26 @@ class FlowEngine:
         if self._batch_pending:
             return
         self._batch_pending = True
-        # A triggered event at a priority of our own.  SimPy has no public call for
-        # this: Event.succeed() and Timeout always schedule at NORMAL, which would
-        # run the batch before other events of this instant.  So the two fields
-        # Event.succeed() sets are set here, then the public Environment.schedule
-        # queues it at _BATCH_PRIORITY.  Checked on SimPy 4.1.2 (events.py).
-        # One event serves every batch: Environment.step takes its callbacks and sets them to None, so giving it
-        # its callback again re-arms it (a batch a start makes costs no event of its own).
+        # A triggered event at a priority of our own: Event.succeed() and Timeout always schedule at NORMAL, which
+        # would run the batch before other events of this instant (flow_network.triggered_event).  One event serves
+        # every batch: Environment.step takes its callbacks and sets them to None, so giving them back re-arms it.
         event = self._batch_event
         if event is None:
-            event = self._batch_event = simpy.Event(self.env)
-            event._ok = True
-            event._value = None
+            event = self._batch_event = triggered_event(self.env)
         event.callbacks = self._batch_callbacks
         self.env.schedule(event, priority=_BATCH_PRIORITY)
 
     def _run_batch(self, _event: simpy.Event) -> None:
         self._batch_pending = False
         self.stats.batches += 1
-        # what changed until now; what this batch changes goes to the next one.  An empty set is left in place
-        # (read as a shared empty tuple here): most batches have one kind of change
-        seeds_c: dict[Constraint, None] | tuple[()] = self._dirty
-        seeds_f: dict[Flow, None] | tuple[()] = self._dirty_flows
-        classed: dict[ClassedComponent, None] | tuple[()] = self._dirty_classed
-        if seeds_c:
-            self._dirty = {}
-        else:
-            seeds_c = ()
-        if seeds_f:
-            self._dirty_flows = {}
-        else:
-            seeds_f = ()
-        if classed:
-            self._dirty_classed = {}
-        else:
-            classed = ()
+        # what changed until now; what this batch changes goes to the next one (an empty set stays in place, read
+        # here as an empty tuple: most batches have one kind of change)
+        seeds_c: dict[Constraint, None] | tuple[()] = self._dirty or ()
+        seeds_f: dict[Flow, None] | tuple[()] = self._dirty_flows or ()
+        classed: dict[ClassedComponent, None] | tuple[()] = self._dirty_classed or ()
+        self._dirty = {} if seeds_c else self._dirty
+        self._dirty_flows = {} if seeds_f else self._dirty_flows
+        self._dirty_classed = {} if classed else self._dirty_classed
         for comp in classed:
             self._recompute_classed(comp)
         if not seeds_f and not seeds_c:
@@ -322,7 +308,7 @@ class FlowEngine:
             self._search_and_recompute([], [c], seen_f, seen_c)
 
     def _search_and_recompute(self, flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]) -> None:
-        comp_f, comp_c = self._component(flows, constraints, seen_f, seen_c)
+        comp_f, comp_c = search_component(flows, constraints, seen_f, seen_c)
         if len(comp_f) >= self.class_min_flows:
             now = self.env.now
             for f in comp_f:
@@ -336,36 +322,7 @@ class FlowEngine:
             return
         self._recompute(comp_f, comp_c)
 
-    @staticmethod
-    def _component(
-        flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
-    ) -> tuple[list[Flow], list[Constraint]]:
-        """Breadth-first search over flow <-> constraint adjacency (large components are mostly
-        held as classes instead: simulator/flow_classes.py); sorted by creation index."""
-        comp_f: list[Flow] = []
-        comp_c: list[Constraint] = []
-        stack_f = [f for f in flows if f not in seen_f]
-        stack_c = [c for c in constraints if c not in seen_c]
-        seen_f.update(stack_f)
-        seen_c.update(stack_c)
-        while stack_f or stack_c:
-            while stack_f:
-                f = stack_f.pop()
-                comp_f.append(f)
-                for c in f.usage:
-                    if c not in seen_c:
-                        seen_c.add(c)
-                        stack_c.append(c)
-            while stack_c:
-                c = stack_c.pop()
-                comp_c.append(c)
-                for f in c.flows:
-                    if f not in seen_f:
-                        seen_f.add(f)
-                        stack_f.append(f)
-        comp_f.sort(key=by_index)
-        comp_c.sort(key=by_index)
-        return comp_f, comp_c
+    _component = staticmethod(search_component)  # the tests' name for it
 
     def _advance_flow(self, f: Flow, now: float) -> None:
         elapsed = now - f.last_time
@@ -453,12 +410,11 @@ class FlowEngine:
         delay = max(horizon, 0.0)
         due = now + delay  # the time SimPy gives a Timeout of this delay made now (Environment.schedule)
         if comp.pending is not None and comp.pending_at <= due:
-            # The wake-up already queued comes no later: keep it (a start that slows every flow moves the due time
-            # on, and a new event each time left one stale event in the queue per start: 16,384 at 16,384 GPUs).
-            # It takes the sequence number a new event would take now, and at its own time re-queues itself under
-            # it (_on_classed_event), so it fires where that new event would have: same time, same order.
+            # The wake-up queued comes no later: keep it (a start slows every flow, and a new event each time left one
+            # stale event queued per start), with the sequence number a new event would take now: at its own time it
+            # re-queues itself under it (_on_classed_event), where that new event would have been (time and order).
             comp.due = due
-            comp.due_eid = next(self.env._eid)
+            comp.due_eid = draw_sequence_number(self.env)
             comp.exact = False
             return
         event = comp.pending = self.env.timeout(delay)
@@ -472,7 +428,7 @@ class FlowEngine:
             return
         if not comp.exact:  # kept past its time (_recompute_classed): now to where its replacement would be
             self.stats.stale_events += 1
-            comp.pending = _queue_at(self.env, comp.due, comp.due_eid, comp.wake)
+            comp.pending = queue_at(self.env, comp.due, comp.due_eid, comp.wake)
             comp.pending_at = comp.due
             comp.exact = True
             return
@@ -534,20 +490,6 @@ class FlowEngine:
         self._schedule_batch()
         for f in finished:
             f.done.succeed(f)
-
-
-def _queue_at(env: simpy.Environment, when: float, eid: int, callback: Callable[[simpy.Event], None]) -> simpy.Event:
-    """A triggered event queued at `when` under sequence number `eid`, drawn from the environment's counter earlier:
-    where a Timeout made when `eid` was drawn would sit.  SimPy has no public call for this (Environment.schedule
-    takes a delay from now and draws a new number), so the queue item is pushed as Environment.schedule pushes it:
-    (time, priority, sequence number, event) on the heap `_queue`, numbers from the counter `_eid`, with the two
-    fields Event.succeed sets.  Checked on SimPy 4.1.2 (core.py, events.py)."""
-    event = simpy.Event(env)
-    event._ok = True
-    event._value = None
-    event.callbacks.append(callback)
-    heapq.heappush(env._queue, (when, NORMAL, eid, event))
-    return event
 
 
 def run_until_idle(env: simpy.Environment, engine: FlowEngine, until: float | None = None) -> None:
