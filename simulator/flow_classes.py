@@ -38,6 +38,16 @@ from iowatt.simulator.class_entries import Entry, FlowClass, Key, SharedUsage, U
 from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, Constraint, Flow, Meter, by_index
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
 
+# A component's usage tables (class_entries.Usages) are pruned to what live keys hold when they hold more than
+# USAGE_TABLE_FACTOR x (classes + entries) + USAGE_TABLE_SLACK items.  A memory bound on a cache, not a model value:
+# results are the same for any values (a live usage stays the one object of its content:
+# tests/test_flow_classes_bookkeeping.py).  Chosen: flows that list their constraints in one order need 2 items per
+# live key (row 6: 2,049 usages for 2,048 classes; one prune, late, when few classes are left); 4 leaves room for a
+# second order, and a prune, a pass over live keys, then costs a constant per item added; 256 = small components
+# are left alone.  Plausible 2..16 and 0..10,000.
+USAGE_TABLE_FACTOR = 4
+USAGE_TABLE_SLACK = 256
+
 
 class Layout(NamedTuple):
     """The solver's view of a component's groups (ClassedComponent._solver_layout)."""
@@ -390,7 +400,7 @@ class ClassedComponent:
         usages = self.usages
         if usages.grown:
             usages.grown = False
-            if usages.size() > 4 * (len(self.classes) + len(self.entries)) + 256:
+            if usages.size() > USAGE_TABLE_FACTOR * (len(self.classes) + len(self.entries)) + USAGE_TABLE_SLACK:
                 # the tables only grow (a flow listing its constraints in a new order adds one): keep what keys hold
                 usages.prune(list({k[2]: None for k in [*self.classes, *self.entries]}))
         return self._allocate()
