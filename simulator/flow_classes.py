@@ -34,9 +34,19 @@ import math
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from iowatt.simulator.class_entries import Entry, FlowClass, Key, Usage, class_key
-from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, ComponentToken, Constraint, Flow, Meter
+from iowatt.simulator.class_entries import Entry, FlowClass, Key, SharedUsage, Usages, class_key, fill_one_group, one_level
+from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, Constraint, Flow, Meter, by_index
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
+
+# A component's usage tables (class_entries.Usages) are pruned to what live keys hold when they hold more than
+# USAGE_TABLE_FACTOR x (classes + entries) + USAGE_TABLE_SLACK items.  A memory bound on a cache, not a model value:
+# results are the same for any values (a live usage stays the one object of its content:
+# tests/test_flow_classes_bookkeeping.py).  Chosen: flows that list their constraints in one order need 2 items per
+# live key (row 6: 2,049 usages for 2,048 classes; one prune, late, when few classes are left); 4 leaves room for a
+# second order, and a prune, a pass over live keys, then costs a constant per item added; 256 = small components
+# are left alone.  Plausible 2..16 and 0..10,000.
+USAGE_TABLE_FACTOR = 4
+USAGE_TABLE_SLACK = 256
 
 
 class Layout(NamedTuple):
@@ -48,25 +58,51 @@ class Layout(NamedTuple):
     multiple: list[tuple[Constraint, tuple[tuple[int, float], ...]]]  # the others: their (group, coefficient) pairs
     meters: list[Meter]                                          # of those constraints
     share: float  # one group: the most its flows move together (min capacity / coefficient); NaN otherwise
+    entries: list[Entry]  # one group: its entries, in the group's order; empty otherwise
 
 
-
-
-def placement(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
+def join(flow: Flow) -> tuple[ClassedComponent | None, list[ClassedComponent]]:
     """(the classed component a started flow joins, or None; those it would join to others, to dissolve).
-    It joins one that it crosses when its other constraints are used by no other flow; the search then
-    finds whatever a dissolved component's flows form with the rest."""
-    comps: dict[ClassedComponent, None] = {}
-    foreign = False  # crosses a constraint that other flows outside any classed component use
+    It joins one that it crosses when its other constraints are used by no other flow (and is added to it here, as
+    ClassedComponent.add does, in the same pass: a start's hot path); the search then finds whatever a dissolved
+    component's flows form with the rest."""
+    first: ClassedComponent | None = None
+    others: dict[ClassedComponent, None] = {}
+    foreign = False
+    marks: list[Constraint] = []  # in usage order: constraints in no component (to take), or folded into a bound of `first`
     for c in flow.usage:
         comp = c.component
-        if isinstance(comp, ClassedComponent):
-            comps[comp] = None
-        elif len(c.flows) > 1:
-            foreign = True
-    if len(comps) == 1 and not foreign:
-        return next(iter(comps)), []
-    return None, list(comps)
+        if comp is None:
+            if len(c.flows) > 1:
+                foreign = True
+            else:
+                marks.append(c)
+        elif comp is first:
+            if c in first.solo or c in first.owner:
+                marks.append(c)
+        elif isinstance(comp, ClassedComponent):
+            if first is None:
+                first = comp
+                if c in comp.solo or c in comp.owner:
+                    marks.append(c)
+            else:
+                others[comp] = None
+    if first is None:
+        return None, []
+    if others or foreign:
+        return None, [first, *others]
+    first._new.append(flow)
+    first.count += 1
+    touched = first._touched
+    for c in marks:
+        if c.component is None:
+            first._take(c)
+        else:
+            # a constraint folded into a bound is shared now: only these change a bound (recompute)
+            touched[c] = None
+    if first.hub is not None and first.hub not in flow.usage:
+        first.hub = first._find_hub()
+    return first, []
 
 
 class ClassedComponent:
@@ -83,17 +119,27 @@ class ClassedComponent:
         self.dynamic: dict[Constraint, None] = {}
         self.classes: dict[Key, FlowClass] = {}
         self.entries: dict[Key, Entry] = {}
-        self.groups: dict[Usage, dict[Entry, None]] = {}  # entries by shared usage: one solver group each
+        self.groups: dict[SharedUsage, dict[Entry, None]] = {}  # entries by shared usage: one solver group each
+        self.usages = Usages()
         self._layout: Layout | None = None
         self.owner: dict[Constraint, FlowClass] = {}   # constraint folded into one class's bound -> that class
         self.solo: dict[Constraint, Flow] = {}         # constraint folded into one flow's own bound -> that flow
-        self.token: ComponentToken | None = None
+        # the engine's event for this component's next change (only the latest is live), its callback and its time;
+        # when it was kept past a later allocation (FlowEngine._recompute_classed, not `exact`), that allocation's
+        # due time and the queue sequence number it drew
+        self.pending: object | None = None
+        self.wake: Callable[[object], None] | None = None
+        self.pending_at = 0.0
+        self.exact = True
+        self.due = 0.0
+        self.due_eid = 0
         self._new: list[Flow] = []
         self._changed: dict[FlowClass, None] = {}
         self._touched: dict[Constraint, None] = {}
         self._emptied: list[Entry] = []  # entries their last class left since the last recompute
         self.hub: Constraint | None = None
         self._largest = 0  # the most flows any class has held: an upper bound on every class's count
+        self._advanced_to = -math.inf  # the time _advance last brought every entry to
         for c in constraints:
             self._take(c)
         for f in flows:
@@ -139,20 +185,31 @@ class ClassedComponent:
         now = self.now()
         self._advance(now)
         finished: list[Flow] = []
+        changed = self._changed
+        heappop = heapq.heappop
         for e in self.entries.values():
-            while (top := e.top()) is not None:
-                value, cls = top
-                f = cls.top()
-                assert f is not None
-                remaining = value - e.progress
-                if not (remaining <= REL_EPS * f.amount or (e.rate > 0.0 and remaining / e.rate <= TIME_EPS)):
+            heap, progress, rate = e.heap, e.progress, e.rate
+            while heap:  # Entry.top, inlined: this runs for every entry at every end
+                value, stamp, _, cls = heap[0]
+                if cls.entry is not e or cls.stamp != stamp:
+                    heappop(heap)
+                    continue
+                flows = cls.heap
+                while True:  # FlowClass.top, inlined; a class in an entry has a flow
+                    offset, _, f = flows[0]
+                    if f.group is cls and f.offset == offset:
+                        break
+                    heappop(flows)
+                remaining = value - progress
+                if not (remaining <= REL_EPS * f.amount or (rate > 0.0 and remaining / rate <= TIME_EPS)):
                     break
-                heapq.heappop(cls.heap)
+                heappop(flows)
                 cls.discard(f)
-                self._changed[cls] = None
+                changed[cls] = None
                 e.push(cls)
                 finished.append(f)
-        finished.sort(key=lambda f: f.index)
+        if len(finished) > 1:
+            finished.sort(key=by_index)
         self.count -= len(finished)
         emptied: list[Constraint] = []
         touched = self._touched
@@ -185,8 +242,7 @@ class ClassedComponent:
 
     def dissolve(self) -> list[Constraint]:
         """Hand every flow back to the per-flow engine with its state as of now; returns the constraints."""
-        if self.token is not None:
-            self.token.valid = False  # its pending event is void
+        self.pending = None  # its pending event is void
         now = self.now()
         self._advance(now)
         for cls in self.classes.values():
@@ -212,6 +268,9 @@ class ClassedComponent:
 
     # ------------------------------------------------------------------ allocation
     def _advance(self, now: float) -> None:
+        if now == self._advanced_to:
+            return  # every entry is there already (one made since starts there): an end's recompute follows its finish
+        self._advanced_to = now
         for e in self.entries.values():
             elapsed = now - e.last_time
             if elapsed > 0.0:
@@ -221,26 +280,21 @@ class ClassedComponent:
     def _entry_key(self, cls: FlowClass) -> tuple[Key, tuple[Constraint, ...]]:
         weight, cap, usage = cls.key
         m = cls.count
-        shared: list[tuple[int, float, Constraint]] = []
-        private: list[Constraint] = []
-        for item in usage:
-            _, k, c = item
-            if len(c.flows) == m and c.private_able:  # every flow crossing c is one of this class's
-                cap = min(cap, c.capacity / (k * m))
-                private.append(c)
-            else:
-                shared.append(item)
-        return (weight, cap, tuple(shared)), tuple(private)
+        # every flow crossing c is one of this class's (the count first: it rules out nearly all)
+        private = [c for c in usage.constraints if len(c.flows) == m and c.private_able]
+        if not private:
+            return (weight, cap, usage), ()
+        coefficient = usage.coefficient
+        for c in private:
+            bound = c.capacity / (coefficient[c] * m)
+            if bound < cap:
+                cap = bound
+        folded = tuple(private)
+        return (weight, cap, self.usages.without(usage, folded)), folded
 
-    def _move_flow(self, f: Flow, remaining: float, now: float) -> None:
-        """File a flow (new, or taken out of its class) in the class its key now names."""
-        solo = self.solo
-        for c in f.usage:
-            if solo.get(c) is f:
-                del solo[c]
-            if len(c.flows) == 1 and c.private_able:  # folded into its own bound by class_key
-                solo[c] = f
-        key = class_key(f)
+    def _move_flow(self, f: Flow, remaining: float, now: float, *, fresh: bool = False) -> None:
+        """File a flow (new: `fresh`, or taken out of its class) in the class its key now names."""
+        key = class_key(f, self.usages, self.solo, fresh=fresh)
         cls = self.classes.get(key)
         if cls is None:
             cls = self.classes[key] = FlowClass(key, self.now)
@@ -308,11 +362,11 @@ class ClassedComponent:
                     continue
                 f = next(iter(c.flows))
             cls = None if f is None else f.group
-            if isinstance(cls, FlowClass) and f is not None and class_key(f) != cls.key:
+            if isinstance(cls, FlowClass) and f is not None and class_key(f, self.usages) != cls.key:
                 self._changed[cls] = None
                 self._move_flow(f, cls.discard(f), now)
         for f in new:
-            self._move_flow(f, f._remaining, now)
+            self._move_flow(f, f._remaining, now, fresh=True)
         # classes whose entry key may have changed: those that gained or lost flows, and those a touched
         # constraint is (or was) folded into
         changed = self._changed
@@ -343,6 +397,12 @@ class ClassedComponent:
             self._layout = None
             if not self.groups[key[2]]:
                 del self.groups[key[2]]
+        usages = self.usages
+        if usages.grown:
+            usages.grown = False
+            if usages.size() > USAGE_TABLE_FACTOR * (len(self.classes) + len(self.entries)) + USAGE_TABLE_SLACK:
+                # the tables only grow (a flow listing its constraints in a new order adds one): keep what keys hold
+                usages.prune(list({k[2]: None for k in [*self.classes, *self.entries]}))
         return self._allocate()
 
     def _solver_layout(self) -> Layout:
@@ -355,7 +415,7 @@ class ClassedComponent:
             return self._layout
         incidence: dict[Constraint, list[tuple[int, float]]] = {}
         for gi, usage in enumerate(self.groups):
-            for _, k, c in usage:
+            for _, k, c in usage.items:
                 incidence.setdefault(c, []).append((gi, k))
         column_of: dict[tuple[tuple[int, float], ...], int] = {}
         capacity: list[float] = []
@@ -378,14 +438,26 @@ class ClassedComponent:
         single = [(c, p[0][0], p[0][1]) for c, p in incidence.items() if len(p) == 1]
         multiple = [(c, tuple(p)) for c, p in incidence.items() if len(p) > 1]
         share = math.nan
+        entries: list[Entry] = []
         if len(limited) == 1 and limited[0]:
             share = min([capacity[j] / k for j, k in limited[0]])
-        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters), share)
+            entries = list(next(iter(self.groups.values())))
+        self._layout = Layout([tuple(u) for u in limited], capacity, single, multiple, list(meters), share, entries)
         return self._layout
 
     def _allocate(self) -> tuple[float, list[Meter]]:
-        layout = self._solver_layout()
-        fill = None if math.isnan(layout.share) else _fill_one_group(list(next(iter(self.groups.values()))), layout.share)
+        layout = self._layout
+        if layout is None:
+            layout = self._solver_layout()
+        share = layout.share
+        if 0.0 < share < math.inf:
+            out = one_level(layout.entries, share)
+            if out is not None:
+                horizon, total = out
+                for c, _, k in layout.single:
+                    c.load = k * total
+                return horizon, layout.meters
+        fill = None if math.isnan(share) else fill_one_group(layout.entries, share)
         if fill is not None:
             rates = [fill]
         else:
@@ -422,45 +494,3 @@ class ClassedComponent:
             for offset, _, f in cls.heap:
                 if f.group is cls and f.offset == offset:
                     yield f
-
-
-def _fill_one_group(entries: list[Entry], share: float) -> list[float] | None:
-    """Per-flow rates of entries that all cross the same limited constraints at the same coefficients (row 6: every
-    GPU's flow crosses the store), by water-filling: progressive filling raises every unfrozen rate as weight x level;
-    since every constraint carries every flow, the first to saturate (the smallest capacity / coefficient, `share`,
-    the most the flows move together) freezes all, and before it only entries' own bounds freeze, in order of
-    bound / weight.  The level is then (share - what the frozen move) / the unfrozen weight.  The same allocation as
-    maxmin.progressive_filling_rows (which sums the level step by step: equal to rounding, tests/test_flows_fast_paths.py);
-    None where that path's error handling is needed (no finite share)."""
-    if not share < math.inf:
-        return None
-    if share <= 0.0:
-        return [0.0] * len(entries)
-    weight = 0.0
-    for e in entries:
-        weight += e.key[0] * e.count
-    level = share / weight
-    for e in entries:
-        if e.key[1] < e.key[0] * level * (1.0 - REL_EPS):
-            break
-    else:  # no bound comes before the shared constraints (row 6 once a few hundred flows move): one level for all
-        return [e.key[0] * level for e in entries]
-    order = sorted(range(len(entries)), key=lambda i: entries[i].key[1] / entries[i].key[0])
-    left = share
-    rates = [0.0] * len(entries)
-    level = left / weight
-    for n, i in enumerate(order):
-        e = entries[i]
-        w, cap = e.key[0], e.key[1]
-        if cap < w * level * (1.0 - REL_EPS):
-            rates[i] = cap
-            left -= cap * e.count
-            weight -= w * e.count
-            level = left / weight if weight > 0.0 else math.inf
-            if level < 0.0:
-                level = 0.0
-            continue
-        for j in order[n:]:
-            rates[j] = entries[j].key[0] * level
-        break
-    return rates

@@ -11,9 +11,10 @@ import back up (tests/test_layering.py): maxmin -> flow_network -> flow_classes 
 from __future__ import annotations
 
 import gc
+import heapq
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import simpy
 from iowatt.simulator.maxmin import REL_EPS, EngineError
+from simpy.events import NORMAL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,9 +39,12 @@ TIME_EPS = 1e-9
 # so those scans find little (row 6 at 16,384 GPUs: ~750 young collections) yet cost a quarter of the CPU.  During
 # FlowEngine.run the threshold is raised to this.  A speed setting, not a model value (results do not depend on it): measured
 # on row 6 (benchmarks/row_scale.py, 16,384 GPUs, one process): 2.6-2.7 s CPU at 700, 2.1-2.2 s at 10,000,
-# 2.0 s with the collector off.  Plausible 700 (CPython's default) .. 100,000: objects held between scans, cyclic
-# garbage only, grow with it (~1 MB at 10,000).
-GC_YOUNG_THRESHOLD = 10_000
+# 2.0 s with the collector off.  Re-measured after flow classes stopped keeping a sorted usage per flow (~260,000
+# objects alive mid-run, down from ~610,000), same row, two runs each on a loaded 2-core machine, seconds of
+# collection (gc.callbacks): 0.14-0.21 at 10,000 (2 middle-generation scans of ~30 ms), 0.07-0.14 at 40,000,
+# 0.05-0.13 at 100,000 (no middle-generation scan).  Plausible 700 (CPython's default) .. 100,000: objects held
+# between scans, cyclic garbage only, grow with it (~1 MB at 10,000, ~10 MB here).
+GC_YOUNG_THRESHOLD = 100_000
 
 
 @contextmanager
@@ -68,6 +73,66 @@ def fewer_young_collections() -> Iterator[None]:
 
 # flows and constraints sort by creation index, so every run is deterministic
 by_index = attrgetter("index")
+
+
+def search_component(
+    flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
+) -> tuple[list[Flow], list[Constraint]]:
+    """Breadth-first search over flow <-> constraint adjacency (large components are mostly
+    held as classes instead: simulator/flow_classes.py); sorted by creation index."""
+    comp_f: list[Flow] = []
+    comp_c: list[Constraint] = []
+    stack_f = [f for f in flows if f not in seen_f]
+    stack_c = [c for c in constraints if c not in seen_c]
+    seen_f.update(stack_f)
+    seen_c.update(stack_c)
+    while stack_f or stack_c:
+        while stack_f:
+            f = stack_f.pop()
+            comp_f.append(f)
+            for c in f.usage:
+                if c not in seen_c:
+                    seen_c.add(c)
+                    stack_c.append(c)
+        while stack_c:
+            c = stack_c.pop()
+            comp_c.append(c)
+            for f in c.flows:
+                if f not in seen_f:
+                    seen_f.add(f)
+                    stack_f.append(f)
+    comp_f.sort(key=by_index)
+    comp_c.sort(key=by_index)
+    return comp_f, comp_c
+
+
+def triggered_event(env: simpy.Environment) -> simpy.Event:
+    """An event already triggered (ok, no value) but not queued, for the caller to queue itself: at a priority of its
+    own (Environment.schedule) or at a time and sequence number of its own (queue_at).  SimPy's public calls queue at
+    NORMAL as they trigger (Event.succeed, Timeout), so the two fields Event.succeed sets are set here.  Checked on
+    SimPy 4.1.2 (events.py)."""
+    event = simpy.Event(env)
+    event._ok = True
+    event._value = None
+    return event
+
+
+def draw_sequence_number(env: simpy.Environment) -> int:
+    """The number the next event queued in `env` would take (and takes it: the next one takes the one after), for
+    queue_at later.  From the counter Environment.schedule draws from (`_eid`, SimPy 4.1.2 core.py)."""
+    return next(env._eid)
+
+
+def queue_at(env: simpy.Environment, when: float, eid: int, callback: Callable[[simpy.Event], None]) -> simpy.Event:
+    """A triggered event queued at `when` under sequence number `eid`, drawn from the environment's counter earlier:
+    where a Timeout made when `eid` was drawn would sit.  SimPy has no public call for this (Environment.schedule
+    takes a delay from now and draws a new number), so the queue item is pushed as Environment.schedule pushes it:
+    (time, priority, sequence number, event) on the heap `_queue`, numbers from the counter `_eid`, with the two
+    fields Event.succeed sets.  Checked on SimPy 4.1.2 (core.py, events.py)."""
+    event = triggered_event(env)
+    event.callbacks.append(callback)
+    heapq.heappush(env._queue, (when, NORMAL, eid, event))
+    return event
 
 
 class EngineControl(Protocol):
@@ -141,7 +206,9 @@ class Constraint:
         self.load = 0.0
         self.dynamics = dynamics
         self.last_time = 0.0
-        self.meters: list[Meter] = []
+        # a tuple, replaced when a meter is added (FlowEngine.meter): most constraints have none, and an empty tuple
+        # is shared, where 16,384 GPU links' empty lists were objects for the cyclic collector to scan
+        self.meters: tuple[Meter, ...] = ()
         self.index = index
         self.watcher: Watcher | None = None
         # the classed component (flow_classes.ClassedComponent) that holds this constraint's flows, if any
@@ -180,7 +247,6 @@ class Flow:
         "end_time",
         "group",
         "index",
-        "items",
         "last_time",
         "max_rate",
         "name",
@@ -224,7 +290,6 @@ class Flow:
         self.end_time: float | None = None
         self.index = index
         self.tag = tag
-        self.items: tuple[tuple[int, float, Constraint], ...] | None = None  # usage by constraint index (class_entries.class_key)
         # usage as arrays of constraint indices and coefficients, built on first vectorised allocation
         self.usage_cols: np.ndarray | None = None
         self.usage_coefs: np.ndarray | None = None

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from functools import partial
 
 import simpy
 from iowatt.simulator import maxmin
-from iowatt.simulator.flow_classes import ClassedComponent, placement
+from iowatt.simulator.flow_classes import ClassedComponent, join
 from iowatt.simulator.flow_network import (
     REL_EPS,
     TIME_EPS,
@@ -44,8 +45,11 @@ from iowatt.simulator.flow_network import (
     Flow,
     Meter,
     Watcher,
-    by_index,
+    draw_sequence_number,
     fewer_young_collections,
+    queue_at,
+    search_component,
+    triggered_event,
 )
 
 __all__ = ["Constraint", "Dynamics", "EngineError", "EngineStats", "Flow", "FlowEngine", "Meter", "Watcher", "run_until_idle"]
@@ -85,6 +89,8 @@ class FlowEngine:
         self._dirty: dict[Constraint, None] = {}
         self._dirty_flows: dict[Flow, None] = {}
         self._batch_pending = False
+        self._batch_event: simpy.Event | None = None
+        self._batch_callbacks = [self._run_batch]  # never changed: Environment.step only reads it
         self._flow_count = 0
         self._active: dict[Flow, None] = {}
         self._dirty_classed: dict[ClassedComponent, None] = {}
@@ -123,7 +129,7 @@ class FlowEngine:
             m.history = []
         for c, _ in [*m.terms, *m.busy_terms]:
             if m not in c.meters:
-                c.meters.append(m)
+                c.meters = (*c.meters, m)
         m.refresh(self.env.now)
         self.meters[name] = m
         return m
@@ -164,16 +170,17 @@ class FlowEngine:
             done.succeed(flow)
             self.stats.flows_completed += 1
             return flow
+        watched: list[Constraint] = []
         for c, k in merged.items():
             c.flows[flow] = k
-        for c in merged:
             if c.watcher is not None:
-                c.watcher.flow_arrives(self, c)
+                watched.append(c)
+        for c in watched:
+            c.watcher.flow_arrives(self, c)  # type: ignore[union-attr]
         self._active[flow] = None
-        join, dissolve = placement(flow)
-        if join is not None:
-            join.add(flow)
-            self._dirty_classed[join] = None
+        joined, dissolve = join(flow)
+        if joined is not None:
+            self._dirty_classed[joined] = None
         else:
             for comp in dissolve:
                 self._dissolve(comp)
@@ -257,28 +264,30 @@ class FlowEngine:
         if self._batch_pending:
             return
         self._batch_pending = True
-        # A triggered event at a priority of our own.  SimPy has no public call for
-        # this: Event.succeed() and Timeout always schedule at NORMAL, which would
-        # run the batch before other events of this instant.  So the two fields
-        # Event.succeed() sets are set here, then the public Environment.schedule
-        # queues it at _BATCH_PRIORITY.  Checked on SimPy 4.1.2 (events.py).
-        event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
-        event.callbacks.append(self._run_batch)
+        # A triggered event at a priority of our own: Event.succeed() and Timeout always schedule at NORMAL, which
+        # would run the batch before other events of this instant (flow_network.triggered_event).  One event serves
+        # every batch: Environment.step takes its callbacks and sets them to None, so giving them back re-arms it.
+        event = self._batch_event
+        if event is None:
+            event = self._batch_event = triggered_event(self.env)
+        event.callbacks = self._batch_callbacks
         self.env.schedule(event, priority=_BATCH_PRIORITY)
 
     def _run_batch(self, _event: simpy.Event) -> None:
         self._batch_pending = False
         self.stats.batches += 1
-        seeds_c = self._dirty
-        seeds_f = self._dirty_flows
-        classed = self._dirty_classed
-        self._dirty = {}
-        self._dirty_flows = {}
-        self._dirty_classed = {}
+        # what changed until now; what this batch changes goes to the next one (an empty set stays in place, read
+        # here as an empty tuple: most batches have one kind of change)
+        seeds_c: dict[Constraint, None] | tuple[()] = self._dirty or ()
+        seeds_f: dict[Flow, None] | tuple[()] = self._dirty_flows or ()
+        classed: dict[ClassedComponent, None] | tuple[()] = self._dirty_classed or ()
+        self._dirty = {} if seeds_c else self._dirty
+        self._dirty_flows = {} if seeds_f else self._dirty_flows
+        self._dirty_classed = {} if classed else self._dirty_classed
         for comp in classed:
             self._recompute_classed(comp)
+        if not seeds_f and not seeds_c:
+            return
         seen_c: set[Constraint] = set()
         seen_f: set[Flow] = set()
         for f in seeds_f:
@@ -299,7 +308,7 @@ class FlowEngine:
             self._search_and_recompute([], [c], seen_f, seen_c)
 
     def _search_and_recompute(self, flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]) -> None:
-        comp_f, comp_c = self._component(flows, constraints, seen_f, seen_c)
+        comp_f, comp_c = search_component(flows, constraints, seen_f, seen_c)
         if len(comp_f) >= self.class_min_flows:
             now = self.env.now
             for f in comp_f:
@@ -307,40 +316,13 @@ class FlowEngine:
                 if f.token is not None:
                     f.token.valid = False
                     f.token = None
-            self._recompute_classed(ClassedComponent(comp_f, comp_c, lambda: self.env.now))
+            comp = ClassedComponent(comp_f, comp_c, lambda: self.env.now)
+            comp.wake = partial(self._on_classed_event, comp)
+            self._recompute_classed(comp)
             return
         self._recompute(comp_f, comp_c)
 
-    @staticmethod
-    def _component(
-        flows: list[Flow], constraints: list[Constraint], seen_f: set[Flow], seen_c: set[Constraint]
-    ) -> tuple[list[Flow], list[Constraint]]:
-        """Breadth-first search over flow <-> constraint adjacency (large components are mostly
-        held as classes instead: simulator/flow_classes.py); sorted by creation index."""
-        comp_f: list[Flow] = []
-        comp_c: list[Constraint] = []
-        stack_f = [f for f in flows if f not in seen_f]
-        stack_c = [c for c in constraints if c not in seen_c]
-        seen_f.update(stack_f)
-        seen_c.update(stack_c)
-        while stack_f or stack_c:
-            while stack_f:
-                f = stack_f.pop()
-                comp_f.append(f)
-                for c in f.usage:
-                    if c not in seen_c:
-                        seen_c.add(c)
-                        stack_c.append(c)
-            while stack_c:
-                c = stack_c.pop()
-                comp_c.append(c)
-                for f in c.flows:
-                    if f not in seen_f:
-                        seen_f.add(f)
-                        stack_f.append(f)
-        comp_f.sort(key=by_index)
-        comp_c.sort(key=by_index)
-        return comp_f, comp_c
+    _component = staticmethod(search_component)  # the tests' name for it
 
     def _advance_flow(self, f: Flow, now: float) -> None:
         elapsed = now - f.last_time
@@ -414,29 +396,47 @@ class FlowEngine:
             return
         now = self.env.now
         self.stats.recomputes += 1
-        if comp.token is not None:
-            comp.token.valid = False
-        for c in list(comp.dynamic):
-            self._advance_constraint(c)
+        if comp.dynamic:
+            for c in list(comp.dynamic):
+                self._advance_constraint(c)
         horizon, meters = comp.recompute(now)
         for m in meters:
             m.refresh(now)
         for c in comp.dynamic:
             horizon = min(horizon, c.dynamics.seconds_to_breakpoint(c.load))  # type: ignore[union-attr]
-        token = comp.token = ComponentToken([], [], [])
         if math.isinf(horizon):
+            comp.pending = None  # an event scheduled before is void
             return  # stalled until something else changes
-        event = self.env.timeout(max(horizon, 0.0))
-        event.callbacks.append(lambda _e, token=token, comp=comp: self._on_classed_event(token, comp))
+        delay = max(horizon, 0.0)
+        due = now + delay  # the time SimPy gives a Timeout of this delay made now (Environment.schedule)
+        if comp.pending is not None and comp.pending_at <= due:
+            # The wake-up queued comes no later: keep it (a start slows every flow, and a new event each time left one
+            # stale event queued per start), with the sequence number a new event would take now: at its own time it
+            # re-queues itself under it (_on_classed_event), where that new event would have been (time and order).
+            comp.due = due
+            comp.due_eid = draw_sequence_number(self.env)
+            comp.exact = False
+            return
+        event = comp.pending = self.env.timeout(delay)
+        comp.pending_at = due
+        comp.exact = True
+        event.callbacks.append(comp.wake)
 
-    def _on_classed_event(self, token: ComponentToken, comp: ClassedComponent) -> None:
-        if not token.valid:
+    def _on_classed_event(self, comp: ClassedComponent, event: simpy.Event) -> None:
+        if event is not comp.pending:
             self.stats.stale_events += 1
             return
-        token.valid = False
+        if not comp.exact:  # kept past its time (_recompute_classed): now to where its replacement would be
+            self.stats.stale_events += 1
+            comp.pending = queue_at(self.env, comp.due, comp.due_eid, comp.wake)
+            comp.pending_at = comp.due
+            comp.exact = True
+            return
+        comp.pending = None
         self.stats.events += 1
-        for c in list(comp.dynamic):
-            self._advance_constraint(c)
+        if comp.dynamic:
+            for c in list(comp.dynamic):
+                self._advance_constraint(c)
         finished, emptied = comp.finish()
         for f in finished:
             del self._active[f]

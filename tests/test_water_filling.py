@@ -11,7 +11,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from iowatt.simulator.flow_classes import Entry, _fill_one_group
+from iowatt.simulator.class_entries import Entry, fill_one_group
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
 
 
@@ -36,7 +36,7 @@ def test_water_filling_equals_progressive_filling(case):
         e.count = n
         entries.append(e)
     share = min(cap / k for cap, k in columns)
-    got = _fill_one_group(entries, share)
+    got = fill_one_group(entries, share)
     assert got is not None
     for a, b in zip(got, expected, strict=True):
         assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (got, expected)
