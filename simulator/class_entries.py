@@ -221,16 +221,20 @@ def one_level(entries: list[Entry], share: float) -> tuple[float, float] | None:
     for e in entries:
         if e.cap < e.weight * level * (1.0 - REL_EPS):
             return None
-    horizon = math.inf
+    return set_rates(entries, [e.weight * level for e in entries], math.inf)
+
+
+def set_rates(entries: list[Entry], rates: list[float], horizon: float) -> tuple[float, float]:
+    """Give each entry its per-flow rate; returns (the sooner of `horizon` and the seconds to the first completion
+    among them, their flows x rate).  Entry.top inlined: this runs for every entry at every change."""
     total = 0.0
     heappop = heapq.heappop
-    for e in entries:
-        r = e.weight * level
+    for e, r in zip(entries, rates, strict=True):
         e.rate = r
         total += e.count * r
         if r > 0.0:
             heap = e.heap
-            while heap:  # Entry.top, inlined
+            while heap:
                 value, stamp, _, cls = heap[0]
                 if cls.entry is e and cls.stamp == stamp:
                     t = (value - e.progress) / r

@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from iowatt.simulator.class_entries import Entry, FlowClass, Key, SharedUsage, Usages, class_key, fill_one_group, one_level
+from iowatt.simulator.class_entries import Entry, FlowClass, Key, SharedUsage, Usages, class_key, fill_one_group, one_level, set_rates
 from iowatt.simulator.flow_network import REL_EPS, TIME_EPS, Constraint, Flow, Meter, by_index
 from iowatt.simulator.maxmin import Row, RowGroup, progressive_filling_rows
 
@@ -468,20 +468,7 @@ class ClassedComponent:
         horizon = math.inf
         moving: list[float] = []  # per group, flows x rate: its throughput per unit of coefficient
         for entries, group_rates in zip(self.groups.values(), rates, strict=True):
-            total = 0.0
-            for e, r in zip(entries, group_rates, strict=True):
-                e.rate = r
-                total += e.count * r
-                if r > 0.0:
-                    heap = e.heap
-                    while heap:  # Entry.top, inlined: this runs for every entry at every change
-                        value, stamp, _, cls = heap[0]
-                        if cls.entry is e and cls.stamp == stamp:
-                            t = (value - e.progress) / r
-                            if t < horizon:
-                                horizon = t
-                            break
-                        heapq.heappop(heap)
+            horizon, total = set_rates(entries, group_rates, horizon)
             moving.append(total)
         for c, gi, k in layout.single:
             c.load = k * moving[gi]
