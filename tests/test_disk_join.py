@@ -52,7 +52,7 @@ def test_a_request_alone_waits_for_the_slowest_idle_positioning(pieces: int) -> 
     (models.hdd.slowest_positioning_seconds); overhead and transfer are the same on every disk."""
     service, scv, shape = _disk(1)
     exact = service[0] - hdd.positioning_seconds(SPEC, 1, SPAN) + hdd.slowest_positioning_seconds(SPEC, pieces, SPAN)
-    assert slowest_piece(service, scv, shape, 1, 1.0, pieces).slowest_s == pytest.approx(exact, rel=0.003)
+    assert slowest_piece(service, scv, shape, 1, 1.0, pieces).slowest_s == pytest.approx(exact, rel=0.001)
 
 
 @settings(max_examples=25, deadline=None)

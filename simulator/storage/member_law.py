@@ -17,7 +17,8 @@ every drive.  A host request in flight has `width` pieces at the drives at once
 and `pieces` pieces in all (a RAID 5 small write: 2 reads, then 2 writes), so the
 network holds N x width customers and the volume completes X / pieces requests
 per second.  A request whose pieces are at several drives at once waits for the
-slowest (fork-join, models.fork_join): `fork_join_loop`.
+slowest (fork-join, models.fork_join; hard disks whose pieces sit on distinct disks: models.disk_join):
+`fork_join_loop`.
 
 Host-side stations (the md layer's CPU, an HBA's command processor, an uplink)
 are more stations of the same network: `extra`.
@@ -298,7 +299,7 @@ def positioning_shape(drive: Drive, parts: list[tuple[Access, float]], depths: i
     return tuple(out)
 
 
-_QUANTILES = 128  # quantiles a disk's positioning law is carried as (the largest of 16 from them: within 0.1 %)
+_QUANTILES = 128  # quantiles a disk's positioning law is carried as (the largest of 16 idle disks' from them: within 0.005 %)
 
 
 def _structured_disk_join(drives: list[Drive], load: MemberLoad, n: float, width: int, phases: float, spread: float,
