@@ -384,6 +384,16 @@ def _chain(service_s: np.ndarray, shapes: list[tuple[int, float]], arrivals: np.
     """The tagged single server of `_tagged_chain`, built with arrays: (completions per second, P(it holds >= 1),
     E[what it holds]) at `n` customers in the whole network, arrivals[k] while it holds k."""
     import numpy as np
+    pi, offset, ending = chain_distribution(service_s, shapes, arrivals, n, stay)
+    levels = np.repeat(np.arange(n + 1), np.diff(offset))
+    return float(pi @ ending), 1.0 - float(pi[0]), float(levels @ pi)
+
+
+def chain_distribution(service_s: np.ndarray, shapes: list[tuple[int, float]], arrivals: np.ndarray, n: int,
+                       stay: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_chain`'s stationary distribution over its states (level k: offset[k] + the position of (start depth j,
+    phases left r), `_chain_states`), the levels' offsets, and each state's completion rate."""
+    import numpy as np
     from scipy.sparse import coo_matrix
     from scipy.sparse.linalg import spsolve
 
@@ -429,10 +439,9 @@ def _chain(service_s: np.ndarray, shapes: list[tuple[int, float]], arrivals: np.
     b[0] = 1.0
     pi = np.maximum(spsolve(q.tocsr(), b), 0.0)
     pi /= pi.sum()
-    levels = np.repeat(np.arange(n + 1), np.diff(offset))
     ending = np.concatenate([[0.0], *[np.where(left[:int(within[min(k, cap)])] == 1, rate[depth[:int(within[min(k, cap)])]], 0.0)
                                       for k in range(1, n + 1)]])  # the completion rate out of each state
-    return float(pi @ ending), 1.0 - float(pi[0]), float(levels @ pi)
+    return pi, offset, ending
 
 
 def sampled_populations(top: int) -> list[int]:

@@ -375,6 +375,7 @@ def active_watts(spec: HDDSpec, access: Access) -> float:
 # ----------------------------------------------------------------------------- service-time spread
 
 
+@lru_cache(maxsize=256)
 def _positioning_cdf(spec: HDDSpec, x_span: float, write: bool) -> tuple[np.ndarray, np.ndarray]:
     """(t, F(t)) of one candidate's positioning seek(D) + R, D ~ 2(1-u) on the span, R ~ U(0, T_rev):
     F(t) = E_D[clip((t - seek(D)) / rev, 0, 1)]."""
@@ -433,6 +434,36 @@ def positioning_variance_seconds2(spec: HDDSpec, queue_depth: int = 1, span_frac
         eta = 1.0 if policy == "satf" else spec.reorder_efficiency
         m1, m2 = eta * best[0] + (1.0 - eta) * one[0], eta * best[1] + (1.0 - eta) * one[1]
     return max(0.0, m2 - m1 * m1)
+@lru_cache(maxsize=1024)
+def positioning_quantiles(spec: HDDSpec, queue_depth: int = 1, span_fraction: float = 1.0, write: bool = False,
+                          count: int = 64) -> tuple[float, ...]:
+    """One command's seek + rotational wait with `queue_depth` commands to pick from, as the per-request disk draws
+    it (the law `positioning_variance_seconds2` takes the moments of), given as its `count` quantiles at the
+    midpoints (i + 1/2) / count, less their mean: the shape of the service about its mean, for a join's maximum
+    (models.disk_join).  rpo: eta (1 - (1 - F)^n) + (1 - eta) F, F one candidate's law; elevator: a seek over
+    span x Beta(1, n + 1) plus a uniform rotation."""
+    import numpy as np
+    n = max(1, int(queue_depth))
+    x = stroke_fraction(spec, span_fraction)
+    policy = spec.scheduling
+    if policy == "elevator":
+        rev = revolution_seconds(spec)
+        u = np.linspace(0.0, 1.0, _GRID)
+        w = (n + 1) * (1.0 - u) ** n
+        w /= np.trapezoid(w, u)
+        seek = seek_seconds(spec, x * u, write)
+        t = np.linspace(0.0, float(seek.max()) + rev, _GRID)
+        cdf = np.clip(np.trapezoid(np.clip((t[:, None] - seek[None, :]) / rev, 0.0, 1.0) * w[None, :], u, axis=1), 0.0, 1.0)
+    else:
+        t, one = _positioning_cdf(spec, x, write)
+        eta = {"fcfs": 0.0, "satf": 1.0}.get(policy, spec.reorder_efficiency) if n > 1 else 0.0
+        cdf = eta * (1.0 - (1.0 - one) ** n) + (1.0 - eta) * one
+    cdf = np.maximum.accumulate(cdf)
+    keep = np.concatenate([[True], np.diff(cdf) > 0.0])  # a strictly rising cdf to invert
+    q = np.interp((np.arange(count) + 0.5) / count, cdf[keep], t[keep])
+    return tuple(float(v) for v in q - q.mean())
+
+
 # ----------------------------------------------------------------------------- positioning, cached by what it reads
 
 

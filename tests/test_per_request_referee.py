@@ -12,7 +12,7 @@ requests of several pieces) is pinned as a strict xfail with the measured gap, s
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from iowatt.scenarios.loader import load
 from iowatt.simulator.per_request.run import simulate as per_request
@@ -139,13 +139,35 @@ def test_striped_hard_disks_agree_with_the_per_request_referee(case: tuple[int, 
     assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE and abs(gaps["latency"]) <= FORK_JOIN_TOLERANCE, (case, gaps)
 
 
-@pytest.mark.xfail(strict=True, reason="striped hard disks under load: a request's pieces sit on distinct disks "
-                   "(simulator.storage.member_law's machine-repairman disk), but the join's growth with the queue is "
-                   "the processor-sharing law's (models.fork_join), too slow at shallow queues: the per-request disks "
-                   "run 12 % faster at 8 disks x 32 KiB, QD2 (17 % at 16 x 64 KiB, QD2; within 1 % from QD32)")
-def test_striped_hard_disks_under_load_wait_for_their_slowest_piece() -> None:
-    gaps = compare(HDD, 8, "randread", 32768, 2)
-    assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE, gaps  # measured +0.121
+@st.composite
+def loaded_disk_cases(draw: st.DrawFn) -> tuple[int, int, int]:
+    """k = 2..16 hard disks, requests of 8 KiB..1 MiB (2..16 pieces on distinct disks), queue depth 2..64; but 14..16
+    pieces at QD2, the strict xfail below (+5.2 % at 14 pieces, +5.8 % at 16; QD3 and 10..12 pieces: within 4.3 %)."""
+    count, block, depth = draw(st.integers(2, 16)), draw(st.sampled_from(BLOCKS[1:])), draw(st.sampled_from(DEPTHS[1:7]))
+    assume(not (depth == 2 and min(count, block // 4096) >= 14))
+    return count, block, depth
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(case=loaded_disk_cases())
+def test_striped_hard_disks_under_load_wait_for_their_slowest_piece(case: tuple[int, int, int]) -> None:
+    """Oracle: the per-request mode (each disk one command at a time, the next drawn among all it holds; a striped
+    request done with its last piece).  The fluid law's join (models.disk_join: one disk's exact sojourn law for a
+    piece, the largest of the request's pieces taken independent) agrees within 5 % in throughput and mean latency;
+    the processor-sharing growth it replaced read 12 % slow at 8 disks x 32 KiB, QD2 (17 % at 16 x 64 KiB, QD2)."""
+    count, block, depth = case
+    gaps = compare(HDD, count, "randread", block, depth)
+    assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE and abs(gaps["latency"]) <= FORK_JOIN_TOLERANCE, (case, gaps)
+
+
+@pytest.mark.xfail(strict=True, reason="14..16 pieces at queue depth 2: the other request's pieces are pending at many "
+                   "of the disks or at few, together (its age is common to all of them), which the join's independent "
+                   "pieces miss: the per-request disks run 5.9 % faster at 16 x 64 KiB (5.8 % at 16 x 512 KiB, 5.2 % "
+                   "at 14 x 56 KiB, 4.3 % at 12 x 48 KiB, 2.8 % at 16 x 64 KiB QD3)")
+def test_many_pieces_at_queue_depth_two_wait_for_their_slowest_piece() -> None:
+    """Oracle: the per-request mode, as in the test above."""
+    gaps = compare(HDD, 16, "randread", 65536, 2)
+    assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE, gaps  # measured +0.059
 
 
 def test_gdsio_below_the_knee_agrees_with_the_fluid_model() -> None:

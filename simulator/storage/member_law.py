@@ -17,7 +17,8 @@ every drive.  A host request in flight has `width` pieces at the drives at once
 and `pieces` pieces in all (a RAID 5 small write: 2 reads, then 2 writes), so the
 network holds N x width customers and the volume completes X / pieces requests
 per second.  A request whose pieces are at several drives at once waits for the
-slowest (fork-join, models.fork_join): `fork_join_loop`.
+slowest (fork-join, models.fork_join; hard disks whose pieces sit on distinct disks: models.disk_join):
+`fork_join_loop`.
 
 Host-side stations (the md layer's CPU, an HBA's command processor, an uplink)
 are more stations of the same network: `extra`.
@@ -269,16 +270,50 @@ def fork_join_loop(drives: list[Drive], load: MemberLoad, access: Access, qd1_la
     return _as_law(drives, load, n, sol, n / (phases * slowest), qd1_latency_s)
 
 
+def positioning_shape(drive: Drive, parts: list[tuple[Access, float]], depths: int) -> tuple[tuple[float, ...], ...]:
+    """A hard disk's positioning law at start depths 1..`depths` as quantiles about its mean
+    (models.hdd.positioning_quantiles; the parts' laws pooled by their shares); () where not known (not a disk, data
+    in several clusters).  Sequential pieces have none (their service is fixed)."""
+    from iowatt.simulator.storage.hdd import HddDrive
+
+    if not isinstance(drive, HddDrive) or drive.data_clusters > 1:
+        return ()
+    import numpy as np
+    from iowatt.models import hdd
+    rand = [(a, w) for a, w in parts if a.pattern == "rand" and w > 0.0]
+    total = sum(w for _a, w in parts) or 1.0
+    out = []
+    for j in range(1, depths + 1):
+        laws = [(np.array(hdd.positioning_quantiles(drive.spec, j, drive.span_fraction, a.write, _QUANTILES)), w / total)
+                for a, w in rand]
+        if len({a.write for a, _w in rand}) <= 1 and sum(w for _q, w in laws) >= 1.0 - 1e-12:
+            out.append(tuple(float(v) for v in laws[0][0]) if laws else (0.0,))
+            continue
+        # pooled: every part's quantiles with its share (sequential parts add their mass at zero), re-cut at the midpoints
+        values = np.concatenate([q for q, _w in laws] + [np.zeros(1)])
+        weights = np.concatenate([np.full(len(q), w / len(q)) for q, w in laws] + [np.array([1.0 - sum(w for _q, w in laws)])])
+        order = np.argsort(values)
+        cum = np.cumsum(weights[order]) - 0.5 * weights[order]
+        cut = np.interp((np.arange(_QUANTILES) + 0.5) / _QUANTILES, cum, values[order])
+        out.append(tuple(float(v) for v in cut - cut.mean()))
+    return tuple(out)
+
+
+_QUANTILES = 128  # quantiles a disk's positioning law is carried as (the largest of 16 idle disks' from them: within 0.005 %)
+
+
 def _structured_disk_join(drives: list[Drive], load: MemberLoad, n: float, width: int, phases: float, spread: float,
                           extra: tuple[Station, ...], rounds: int = 60) -> tuple[Solution, float] | None:
     """Identical hard disks whose request puts its `width` pieces on distinct disks (a stripe's consecutive members,
     a RAID stripe's data and parity): each disk sees each of the N requests at most once at a time.  One disk is a
-    machine-repairman loop of the N requests (models.closed_network.finite_source_disk): a request comes back to it
-    after Z = phases R / (pieces x share) - T, R a phase's time (the slowest of its pieces, models.fork_join) and T
-    the piece's stay at the disk.  Random placement (the members' network) would let a disk hold two pieces of one
-    request and leave the disks far less even than a stripe does (per-request, 8 disks x 32 KiB at QD2: +17 %).
+    machine-repairman loop of the N requests, and a phase takes the slowest of `width` pieces' sojourns there
+    (models.disk_join: the disk's exact start-dependent chain, its own positioning law); a request comes back to a
+    disk after Z = phases R / (pieces x share) - T, R a phase's time and T the piece's stay at the disk, solved as a
+    fixed point.  Random placement (the members' network) would let a disk hold two pieces of one request and leave
+    the disks far less even than a stripe does (per-request, 8 disks x 32 KiB at QD2: +17 %).
     None where the members are not one group of identical disks alone."""
     from iowatt.models.closed_network import finite_source_disk
+    from iowatt.models.disk_join import slowest_piece
     from iowatt.models.fork_join import expected_max
 
     shares = {round(v, 12) for v in load.visits if v > 0.0}
@@ -289,15 +324,25 @@ def _structured_disk_join(drives: list[Drive], load: MemberLoad, n: float, width
     customers = max(1, math.ceil(n))
     rates = station_rates(drive, list(load.parts), customers)
     service, scv = tuple(1.0 / r for r in rates), service_scv(drive, list(load.parts), rates)
+    shape = positioning_shape(drive, list(load.parts), min(len(service), customers)) if scv else ()
     visits = load.pieces * share  # pieces a request puts on one disk per cycle
+    # a piece done here was its phase's last with probability 1 / width; its request's next phase then covers this
+    # disk with probability width x share (placed at random): the next piece is here at once
+    stay = min(1.0, width * share) / width
     alone = service[0]
-    phase_s = alone * expected_max(width, 0.0, spread)
+    if shape:
+        phase_s = slowest_piece(service, scv, shape, 1, 1.0, width).slowest_s
+    else:
+        phase_s = alone * expected_max(width, 0.0, spread)
     done = busy = held = 0.0
     for _ in range(rounds):
         think = max(1e-12, phases * phase_s / visits - held / max(done, 1e-300)) if done else phases * phase_s / visits
-        done, busy, held = finite_source_disk(service, scv, customers, round(think, 12))
-        stay = held / done
-        new = alone * expected_max(width, max(0.0, stay / alone - 1.0), spread)
+        if shape:
+            join = slowest_piece(service, scv, shape, customers, round(think, 12), width, stay)
+            done, busy, held, new = join.done, join.busy, join.held, join.slowest_s
+        else:  # no positioning law known: the processor-sharing growth of models.fork_join
+            done, busy, held = finite_source_disk(service, scv, customers, round(think, 12))
+            new = alone * expected_max(width, max(0.0, held / done / alone - 1.0), spread)
         if abs(new / phase_s - 1.0) < 1e-5:
             phase_s = new
             break

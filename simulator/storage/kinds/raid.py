@@ -183,9 +183,13 @@ class RaidVolume(Volume):
         return latency * expected_max(width, 0.0, self._spread(access)) if width > 1 else latency
 
     def _spread(self, access: Access) -> float:
-        """The spread of one piece's time: a read's where the request reads at all (reads, read-modify-write)."""
+        """The spread of one piece's time: a read's where the request reads at all (reads, read-modify-write); for
+        hard disks the one whose largest of the request's `width` pieces is that of as many idle disks' positionings
+        (member_law.piece_spread, given the piece and the width)."""
         reads = not access.write or self.load(access).read_total > 0.0
-        return piece_spread(self._drives[0], write=not reads)
+        read_piece, write_piece = self.pieces(access)
+        width = max(1, round(self.member_load(access).width))
+        return piece_spread(self._drives[0], write=not reads, piece=read_piece if reads else write_piece, pieces=width)
 
     def concurrency(self, access: Access) -> ConcurrencyLaw:
         """The members' closed loop at the access's queue depth, as the contract's law (member_law)."""
