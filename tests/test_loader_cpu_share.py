@@ -130,3 +130,17 @@ def test_a_saturated_host_also_takes_the_hand_overs_cpu():
     t = _epoch2(document)
     work = 2 * (files // 2) * (batch_s + loop_s + ho_s)
     assert work / cores * (1 - 1e-9) <= t <= work / cores + workers * (loop_s + ho_s + compute_s) * (1 + 1e-9)
+
+
+@settings(max_examples=4, deadline=None)
+@given(cv=st.floats(0.1, 0.8), batch_ms=st.floats(2.0, 40.0))
+def test_a_worker_never_holds_more_than_one_core(cv: float, batch_ms: float):
+    """Oracle: a loader worker is one process, so it runs on at most one core whatever its batch costs (a batch cheaper
+    than the mean finishes sooner on that core, it does not spread over more).  On 16 cores the 2 ranks' 4 workers and
+    their 2 trainers can hold at most 6 cores at any instant, so the CPU's power never exceeds idle + 6 cores' share of
+    the dynamic power (the CPU's power is linear in the cores busy, models.compute).  Before the batch's CPU per byte
+    scaled with its cost, a cheap batch ran at several cores' rate and the peak reached the whole package's power."""
+    cores, tdp_W, idle_W = 16, 10.0, 2.0
+    document = _run(cores, batch_cpu_s=batch_ms * 1e-3, loop_s=1e-3, compute_s=0.05, cv=cv, files=48)
+    peak_W = document["energy"]["components"]["cpu"]["peak_power_W"]
+    assert peak_W <= idle_W + 6 * (tdp_W - idle_W) / cores + 1e-6

@@ -320,7 +320,11 @@ class _Training:
             amount = float(self.batch_bytes[rank, index])
             if not cached:
                 path.stream_started(rank, 1)
-            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, usage, max_rate=rate / float(self.batch_cost[epoch, rank, index]))
+            cost = float(self.batch_cost[epoch, rank, index])
+            # a batch that costs `cost` times the mean is that much CPU per byte, still on one core (a worker is one
+            # process): its CPU coefficient and its byte-rate cap scale together, so no worker ever holds more than a core
+            batch_usage = usage if cost == 1.0 else [(c, k * cost if c is path.cpu else k) for c, k in usage]
+            yield self.engine.transfer(f"dlio.r{rank}.b{index}", amount, batch_usage, max_rate=rate / cost)
             if not cached:
                 path.stream_started(rank, -1)
             out.totals.samples += bs
