@@ -132,10 +132,10 @@ def test_striped_hard_disks_agree_with_the_per_request_referee(case: tuple[int, 
     rotation drawn per command; a striped request done with its last piece).  The members' network of identical
     disks (models.closed_network.identical_disks; Marie's decomposition read -5.3 % at 4 disks x QD4, -6.1 % at
     16 x QD16) and the slowest of p idle disks (models.hdd.slowest_positioning_seconds; the join was missing: -23 %
-    to -45 % at QD1) agree within 5 % in throughput and mean latency."""
+    to -45 % at QD1) agree within 5 % in throughput, mean latency and energy per byte."""
     count, block, depth = case
     gaps = compare(HDD, count, "randread", block, depth)
-    assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE and abs(gaps["latency"]) <= FORK_JOIN_TOLERANCE, (case, gaps)
+    assert all(abs(gap) <= FORK_JOIN_TOLERANCE for gap in gaps.values()), (case, gaps)
 
 
 @st.composite
@@ -150,11 +150,12 @@ def test_striped_hard_disks_under_load_wait_for_their_slowest_piece(case: tuple[
     """Oracle: the per-request mode (each disk one command at a time, the next drawn among all it holds; a striped
     request done with its last piece).  The fluid law's join (models.disk_join: one disk's exact sojourn law for a
     piece, the largest of the request's pieces associated through the other requests they share) agrees within 5 %
-    in throughput and mean latency; the processor-sharing growth it replaced read 12 % slow at 8 disks x 32 KiB, QD2
-    (17 % at 16 x 64 KiB, QD2)."""
+    in throughput, mean latency and energy per byte (a disk's commands priced at the loop's mean command: at
+    N x p / n the disks' energy read up to 15 % low, 16 x 64 KiB QD8); the processor-sharing growth it replaced read
+    12 % slow at 8 disks x 32 KiB, QD2 (17 % at 16 x 64 KiB, QD2)."""
     count, block, depth = case
     gaps = compare(HDD, count, "randread", block, depth)
-    assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE and abs(gaps["latency"]) <= FORK_JOIN_TOLERANCE, (case, gaps)
+    assert all(abs(gap) <= FORK_JOIN_TOLERANCE for gap in gaps.values()), (case, gaps)
 
 
 @pytest.mark.parametrize(("count", "block", "depth"), [(16, 65536, 2), (16, 2**20, 2), (14, 57344, 2), (16, 65536, 3)])
@@ -163,7 +164,7 @@ def test_many_pieces_at_low_queue_depth_wait_for_their_slowest_piece(count: int,
     other requests): independent pieces read 5.9 % slow at 16 x 64 KiB QD2 (5.7 % at 16 x 1 MiB, 5.2 % at
     14 x 56 KiB, 2.8 % at 16 x 64 KiB QD3)."""
     gaps = compare(HDD, count, "randread", block, depth)
-    assert abs(gaps["throughput"]) <= FORK_JOIN_TOLERANCE and abs(gaps["latency"]) <= FORK_JOIN_TOLERANCE, gaps
+    assert all(abs(gap) <= FORK_JOIN_TOLERANCE for gap in gaps.values()), gaps
 
 
 def test_gdsio_below_the_knee_agrees_with_the_fluid_model() -> None:
