@@ -75,3 +75,36 @@ def test_more_pieces_wait_longer(customers: int, think: float, pieces: int) -> N
     few, more = (slowest_piece(service, scv, shape, customers, z, p) for p in (pieces, pieces + 1))
     assert few.slowest_s <= more.slowest_s * (1 + 1e-9)
     assert more.slowest_s <= (pieces + 1) * more.sojourn_s * 1.003
+
+
+@settings(max_examples=20, deadline=None)
+@given(customers=st.integers(1, 8), think=st.floats(0.2, 20.0), pieces=st.integers(1, 16),
+       stay=st.sampled_from([0.0, 1 / 16, 0.25]))
+def test_associated_pieces_wait_no_longer_than_independent_ones(customers: int, think: float, pieces: int,
+                                                                 stay: float) -> None:
+    """Theory: for associated sojourns with given marginals the largest is stochastically smaller than for
+    independent copies (Esary, Proschan & Walkup 1967; here Jensen over the others' state, as the join keeps each
+    disk's own law); the two agree alone (N = 1) or for one piece."""
+    service, scv, shape = _disk(customers)
+    join = slowest_piece(service, scv, shape, customers, round(think * service[0], 12), pieces, stay)
+    assert join.slowest_s <= join.independent_s * (1 + 1e-9)
+    if customers == 1 or pieces == 1:
+        assert join.slowest_s == pytest.approx(join.independent_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("pieces", [2, 4, 16])
+def test_another_requests_pending_pieces_match_a_simulation(pieces: int) -> None:
+    """Oracle: an independent simulation of back-to-back phases of p independent pieces (exponential sojourns), each
+    phase ending with its last piece, seen at random times: how many of the current phase's pieces are pending."""
+    from iowatt.models.disk_join import other_request_pending
+
+    rng = np.random.default_rng(11)
+    sojourns = rng.exponential(1.0, (200_000, pieces))
+    phase = sojourns.max(axis=1)
+    picked = rng.choice(len(phase), 200_000, p=phase / phase.sum())  # a random time falls in a phase by its length
+    age = rng.random(len(picked)) * phase[picked]
+    pending = (sojourns[picked] > age[:, None]).sum(axis=1)
+    seen = np.bincount(pending, minlength=pieces + 1)[1:] / len(pending)
+    dt = 0.002
+    law = other_request_pending(1.0 - np.exp(-np.arange(0.0, 40.0, dt) - dt / 2), pieces)
+    assert law == pytest.approx(seen, abs=0.005)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from iowatt.models.closed_network import Solution, Station, identical_disks, solve, start_dependent_rates
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, Usage, mix_laws
@@ -190,6 +190,9 @@ class VolumeLoop:
     solution: Solution
     host_rate: float            # host requests per second at N
     law: ConcurrencyLaw
+    # the start depth (interpolated) whose command time is a member's mean command in the loop (busy / completions),
+    # where the loop knows it (identical hard disks, pieces on distinct disks); None elsewhere
+    command_depth: float | None = None
 
     @property
     def per_drive_outstanding(self) -> float:
@@ -248,8 +251,8 @@ def fork_join_loop(drives: list[Drive], load: MemberLoad, access: Access, qd1_la
 
     structured = _structured_disk_join(drives, load, n, width, phases, spread, extra)
     if structured is not None:
-        sol, rate = structured
-        return _as_law(drives, load, n, sol, rate, qd1_latency_s)
+        sol, rate, depth = structured
+        return replace(_as_law(drives, load, n, sol, rate, qd1_latency_s), command_depth=depth)
     alone = 1.0 / network(1).throughput
     held = 1.0
     sol, slowest = network(1), alone
@@ -303,7 +306,7 @@ _QUANTILES = 128  # quantiles a disk's positioning law is carried as (the larges
 
 
 def _structured_disk_join(drives: list[Drive], load: MemberLoad, n: float, width: int, phases: float, spread: float,
-                          extra: tuple[Station, ...], rounds: int = 60) -> tuple[Solution, float] | None:
+                          extra: tuple[Station, ...], rounds: int = 60) -> tuple[Solution, float, float] | None:
     """Identical hard disks whose request puts its `width` pieces on distinct disks (a stripe's consecutive members,
     a RAID stripe's data and parity): each disk sees each of the N requests at most once at a time.  One disk is a
     machine-repairman loop of the N requests, and a phase takes the slowest of `width` pieces' sojourns there
@@ -311,6 +314,8 @@ def _structured_disk_join(drives: list[Drive], load: MemberLoad, n: float, width
     disk after Z = phases R / (pieces x share) - T, R a phase's time and T the piece's stay at the disk, solved as a
     fixed point.  Random placement (the members' network) would let a disk hold two pieces of one request and leave
     the disks far less even than a stripe does (per-request, 8 disks x 32 KiB at QD2: +17 %).
+    Also the start depth whose command time is the disk's mean command (busy / completions, interpolated between
+    whole depths): a disk that often holds fewer than N x width / disks pays longer commands (what its energy prices).
     None where the members are not one group of identical disks alone."""
     from iowatt.models.closed_network import finite_source_disk
     from iowatt.models.disk_join import slowest_piece
@@ -352,4 +357,13 @@ def _structured_disk_join(drives: list[Drive], load: MemberLoad, n: float, width
     sol = Solution(customers=customers, throughput=x, cycle_s=customers / x, mean_queue={"drives": held},
                    utilisation={"drives": min(1.0, done / max(rates))}, occupied={"drives": busy},
                    busy_queue={"drives": held / busy if busy > 0.0 else 0.0}, residence_s={"drives": held * count / x})
-    return sol, rate
+    return sol, rate, _depth_of(service, busy / done if done > 0.0 else service[0])
+
+
+def _depth_of(service_s: tuple[float, ...], command_s: float) -> float:
+    """The start depth (1.., interpolated) whose mean command time is `command_s` (service_s falls with depth)."""
+    import numpy as np
+    times = np.array(service_s)
+    if len(times) == 1 or command_s >= times[0]:
+        return 1.0
+    return float(np.interp(-command_s, -times, np.arange(1, len(times) + 1)))
