@@ -32,8 +32,9 @@ for exponential pieces in the open system: H_p / H_2 at light load.
 In the closed loop (fork_join_latency_s) the count a piece finds is bounded: the N - 1 other requests have at most
 one piece each at a unit (a request's pieces sit at distinct drives), so the count is taken binomial over them,
 variance a (1 - a / (N - 1)), not the open queue's geometric a (1 + a).  Given n found, M/M/1-PS's mean stay is
-x / (1 - rho) + (n (1 - rho) - rho) b(x) / (1 - rho), b(x) = (1 - exp(-(1 - rho) x)) / (1 - rho) (Coffman, Muntz &
-Trotter 1970: exact at both ends, slope n + 1 as x -> 0 and mean x / (1 - rho) over the geometric n), so by the law
+x / (1 - rho) + (n (1 - rho) - rho) b(x) / (1 - rho), b(x) = (1 - exp(-(1 - rho) x)) / (1 - rho) (derived here for the
+unit-rate queue, not taken from a page of Coffman, Muntz & Trotter 1970; checked at both ends: slope n + 1 as x -> 0,
+and mean x / (1 - rho) over the geometric n, their unconditional result), so by the law
 of total variance V(x) drops by the two counts' difference times b(x)^2: a^2 N / (N - 1) b(x)^2; arrivals during
 the stay keep the open queue's law.  Against the per-request mode this moved 16 x 5210 SATA, 1 MiB, QD16 from +8.6 %
 to -1.4 % and 16 x 7450 NVMe, 1 MiB, QD4 from +5.1 % to +3.2 % (throughput, per-request / fluid - 1).  Still too
