@@ -434,6 +434,8 @@ def positioning_variance_seconds2(spec: HDDSpec, queue_depth: int = 1, span_frac
         eta = 1.0 if policy == "satf" else spec.reorder_efficiency
         m1, m2 = eta * best[0] + (1.0 - eta) * one[0], eta * best[1] + (1.0 - eta) * one[1]
     return max(0.0, m2 - m1 * m1)
+
+
 @lru_cache(maxsize=1024)
 def positioning_quantiles(spec: HDDSpec, queue_depth: int = 1, span_fraction: float = 1.0, write: bool = False,
                           count: int = 64) -> tuple[float, ...]:

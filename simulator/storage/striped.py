@@ -32,6 +32,8 @@ class StripedVolume(Volume):
             raise ValueError("a striped volume needs at least one drive")
         self._unique = list(drives)
         self.copies = int(copies)
+        # the members' loop by access: the concurrency law and the energy's command depth read the same solution
+        self._loops: dict[tuple[Access, Access, int], VolumeLoop] = {}
 
     @property
     def drives(self) -> list[Drive]:
@@ -139,9 +141,12 @@ class StripedVolume(Volume):
         return self._members_loop(access, piece, p).law
 
     def _members_loop(self, access: Access, piece: Access, p: int) -> VolumeLoop:
-        load = MemberLoad(float(p), float(p), (1.0 / self.width,) * self.width, ((piece.with_(queue_depth=1.0), 1.0),))
-        spread = max(piece_spread(d, access.write, piece, p) for d in self._unique)
-        return volume_loop(self.drives, load, access, self.qd1_latency_s(access), spread=spread)
+        key = (access, piece, p)
+        if key not in self._loops:
+            load = MemberLoad(float(p), float(p), (1.0 / self.width,) * self.width, ((piece.with_(queue_depth=1.0), 1.0),))
+            spread = max(piece_spread(d, access.write, piece, p) for d in self._unique)
+            self._loops[key] = volume_loop(self.drives, load, access, self.qd1_latency_s(access), spread=spread)
+        return self._loops[key]
 
     def discard(self, nbytes: float) -> None:
         for drive in self._unique:
