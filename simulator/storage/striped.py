@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from iowatt.models.fork_join import expected_max, fork_join_latency_s
+from iowatt.models.fork_join import expected_max, fork_join_loop
 from iowatt.simulator.storage.contract import Access, ConcurrencyLaw, Drive, RequestRun, Usage, Volume, VolumeRequestServer
 from iowatt.simulator.storage.member_law import MemberLoad, VolumeLoop, piece_spread, volume_loop
 from iowatt.simulator.storage.stripes import split
@@ -104,8 +104,9 @@ class StripedVolume(Volume):
         A request of p pieces occupies p of the n drives, so the volume is n / p times a drive: the units add
         up (c n / p), each request holds S p / n of the volume and the command limits add up too.  With p = 1
         (a request smaller than two pages) that is exact, one network of n c units.  With p > 1 a request also
-        waits for its slowest piece: reads solve the fork-join loop over the n c units (models.fork_join),
-        writes (acknowledged from each drive's buffer after a delay) wait for the longest of p delays."""
+        waits for its slowest piece: reads solve the fork-join loop over the drives' units (models.fork_join), and
+        a drive's command slots (SATA NCQ) bound the pieces not yet done there, not the requests; writes
+        (acknowledged from each drive's buffer after a delay) wait for the longest of p delays."""
         piece = self.piece(access)
         laws = [d.concurrency(piece) for d in self._unique]
         p = self.pieces(access)
@@ -127,13 +128,16 @@ class StripedVolume(Volume):
         if access.write:  # a delay per piece, no queueing on the units: the longest of p delays
             return replace(lumped, qd1_latency_s=lumped.qd1_latency_s * expected_max(p, 0.0, sigma))
         per_drive = min(counts) if counts else lumped.qd1_latency_s * spread / max(lumped.queue_seconds * spread, 1e-30)
-        l0 = lumped.qd1_latency_s
-        n = max(1.0, access.queue_depth)
-        held = n if lumped.queue_limit is None else min(n, float(lumped.queue_limit))
-        r1 = fork_join_latency_s(p, per_drive * self.width, l0, sigma, 1)
-        rn = fork_join_latency_s(p, per_drive * self.width, l0, sigma, max(1, round(held)))
-        s = 0.0 if held <= 1.0 else max(0.0, (rn - r1) / (held - 1.0))
-        return ConcurrencyLaw(r1, s, lumped.queue_limit, units=False)
+        requests = max(1, round(access.queue_depth))
+        latencies, pending = fork_join_loop(p, self.width, per_drive, lumped.qd1_latency_s, sigma, requests)
+        # a drive's command slots (SATA NCQ: 32) hold the pieces not yet done there; a done piece
+        # frees its slot while it waits for the others, so the volume holds requests until that count fills them
+        tags = min(limits) if limits else None
+        held = requests if tags is None else max([1] + [n for n, a in enumerate(pending, 1) if a <= tags])
+        r1, rn = latencies[0], latencies[held - 1]
+        s = 0.0 if held <= 1 else max(0.0, (rn - r1) / (held - 1.0))
+        limit = held if held < requests else (None if tags is None else max(requests, lumped.queue_limit or requests))
+        return ConcurrencyLaw(r1, s, limit, units=False)
 
     def _members_law(self, access: Access, piece: Access, p: int) -> ConcurrencyLaw:
         """Drives without service units (hard disks): the members' closed network of simulator.storage.member_law,
