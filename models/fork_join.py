@@ -120,9 +120,8 @@ def _closed_expected_max(pieces: int, kinds: tuple[tuple[float, float], ...], si
     about it (linear in x); the largest of p from that discrete law exactly.  Its grid's error alone (found = 0) is
     divided out against the exact largest of p works."""
     import numpy as np
-    from iowatt.models.ps_occupation import environments, grid_step, occupation_laws
+    from iowatt.models.ps_occupation import environments, grid_step, occupation_laws, work_survival
     from scipy.fft import irfft, next_fast_len, rfft
-    from scipy.special import ndtr
 
     z, w = np.polynomial.hermite_e.hermegauss(_NODES)
     w = w / w.sum()
@@ -133,7 +132,7 @@ def _closed_expected_max(pieces: int, kinds: tuple[tuple[float, float], ...], si
     # the work x on the grid (cell masses of the lognormal) as far as its largest node, the rest in the last cell
     cells = math.ceil(math.exp(sigma * z.max() - 0.5 * sigma * sigma) / h) + 1
     edges = (np.arange(cells + 1) - 0.5) * h
-    work_cdf = np.where(edges > 0.0, ndtr((np.log(np.maximum(edges, 1e-300)) + 0.5 * sigma * sigma) / sigma), 0.0)
+    work_cdf = 1.0 - work_survival(edges, sigma)
     work = np.diff(work_cdf)
     work[-1] += 1.0 - work_cdf[-1]
     # each x's share of the nodes about it: the node's law of Y taken by the x's near it

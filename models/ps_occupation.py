@@ -64,6 +64,14 @@ def _cell_masses(sf: np.ndarray, cells: int) -> np.ndarray:
     return np.maximum(mass, 0.0)[:cells]
 
 
+def work_survival(edges: np.ndarray, sigma: float) -> np.ndarray:
+    """P(w > edge) for a piece's work w, lognormal of mean one and log-spread sigma (1 at edges <= 0)."""
+    import numpy as np
+    from scipy.special import ndtr
+    s = max(sigma, 1e-6)
+    return np.where(edges > 0.0, ndtr(-(np.log(np.maximum(edges, 1e-300)) + 0.5 * s * s) / s), 1.0)
+
+
 def grid_step(longest: float) -> float:
     """The cells' width for horizons up to `longest` (occupation_laws' grid)."""
     return longest / (_CELLS - 1)
@@ -82,7 +90,7 @@ def occupation_laws(q: float, sigma: float, horizons: np.ndarray) -> tuple[np.nd
     s = max(sigma, 1e-6)
     # the work's survival (lognormal of mean one) and the equilibrium residual's: int_r^inf P(w > v) dv
     z = (np.log(np.maximum(edges, 1e-300)) + 0.5 * s * s) / s
-    work_sf = np.where(edges > 0.0, ndtr(-z), 1.0)
+    work_sf = work_survival(edges, sigma)
     residual_sf = np.where(edges > 0.0, ndtr(s - z) - edges * ndtr(-z), 1.0)  # E[(w - r)+], the excess's survival
     f = _cell_masses(work_sf, cells)
     f[1] += f[0]  # a work is at least one cell (below half a cell: one cell, its mass kept)
