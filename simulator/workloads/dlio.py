@@ -66,7 +66,7 @@ from typing import Literal
 import simpy
 from iowatt.models import catalog
 from iowatt.models.compute import DlioStep
-from iowatt.models.uncertainty import assumed_field
+from iowatt.models.uncertainty import assumed_field, calibrated_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.system import SystemRuntime
@@ -75,6 +75,8 @@ from iowatt.simulator.workloads._dlio_timing import (
     DLIO_EPOCH_OVERHEAD_SECONDS,
     DLIO_LOADER_START_SECONDS,
     DLIO_STEP_OVERHEAD_SECONDS,
+    DLIO_TF_STEP_OVERHEAD_SECONDS,
+    TF_STEP_OVERHEAD,
     DlioConfig,
     DlioRun,
     simulate,
@@ -174,12 +176,18 @@ class DlioParams(BaseModel):
     computation_time: Seconds | None = Field(default=None, gt=0, description="compute per step; the accelerator's for the presets if omitted")
     step_overhead: Seconds = assumed_field(
         DLIO_STEP_OVERHEAD_SECONDS, low=0.16e-3, high=0.64e-3, shape="log-uniform", ge=0,
-        description="time the training loop spends per step outside the loader wait and the compute (DLIO's per-step "
-        "bookkeeping); measured, see _dlio_timing.DLIO_STEP_OVERHEAD_SECONDS",
+        description="time the PyTorch training loop spends per step outside the loader wait and the compute (DLIO's per-step "
+        "bookkeeping; TensorFlow loaders: tf_step_overhead); measured, see _dlio_timing.DLIO_STEP_OVERHEAD_SECONDS",
         note="measured on the development VM (_dlio_timing); a study's own host runs the same Python bookkeeping at "
         "its own core's speed",
         range_note="low: half, a host core twice as fast as the VM's (the bookkeeping is Python on one core); high: "
         "twice, the fixture's slower steps (0.43 and 0.69 ms of its 12; one outlier of 1.37 ms)",
+    )
+    tf_step_overhead: Seconds = calibrated_field(
+        DLIO_TF_STEP_OVERHEAD_SECONDS, TF_STEP_OVERHEAD, ge=0,
+        description="TensorFlow loaders: the loop's time per step outside the wait and the compute (the tf.data iterator's "
+        "next batch in eager mode and DLIO's bookkeeping), in place of step_overhead, which is the PyTorch loop's; "
+        "fitted on two single-accelerator CosmoFlow runs, see _dlio_timing.DLIO_TF_STEP_OVERHEAD_SECONDS",
     )
     loader_start: Seconds = assumed_field(
         DLIO_LOADER_START_SECONDS, low=0.45, high=1.8, shape="log-uniform", ge=0,
@@ -307,6 +315,7 @@ class DlioParams(BaseModel):
         step = accelerator_step(self.accelerator, self.model)
         comp = self.computation_time if self.computation_time is not None else step.computation_time_s if step else 0.0
         batch = self.batch_size if self.batch_size is not None else step.batch_size if step else 1
+        framework = self.framework or p.framework
         return DlioConfig(
             record_length=float(record),
             record_length_stdev=float(stdev),
@@ -316,8 +325,8 @@ class DlioParams(BaseModel):
             read_threads=int(self.read_threads or p.read_threads),
             computation_time=float(comp),
             au_target=float(self.au_target if self.au_target is not None else p.au_target),
-            framework=self.framework or p.framework,
-            step_overhead=float(self.step_overhead),
+            framework=framework,
+            step_overhead=float(self.step_overhead if framework == "pytorch" else self.tf_step_overhead),
             loader_start=float(self.loader_start),
             epoch_overhead=float(self.epoch_overhead),
             handover=float(self.handover_seconds),
