@@ -215,6 +215,27 @@ def test_tensorflow_rank_reads_read_threads_streams(threads):
         assert m["storage_read_MB_per_second"] * 1e6 > 1.5 * block / l0
 
 
+@settings(max_examples=12, deadline=None)
+@given(ranks=st.integers(1, 5), threads=st.integers(1, 6))
+def test_tensorflow_and_pytorch_loaders_put_the_same_reads_in_flight(ranks, threads):
+    """With the drive binding, a TF rank's read_threads interleaved files and a PyTorch rank's read_threads workers are
+    the same ranks x read_threads streams of one request each: both read at N / R(N) requests/s with N = ranks x
+    threads (the textbook MVA of c = L0 / S flash units, tests/queueing_oracle.law_latency)."""
+    system = _system()
+    spec = catalog.spec_from("ssd", "micron-6550-ion")
+    block = 256 * 1024
+    n = ranks * threads
+    p = _custom(framework="tensorflow", record_length=8 * MB, batch_size=1, computation_time=1e-9, num_files=8 * n,
+                read_threads=threads, prefetch_size=4, accelerators=ranks, cpu_bytes_per_core_second=1e12,
+                tf_step_overhead=0.0, step_overhead=0.0, read_block_size=block)
+    l0 = unloaded_latency_s(spec, block, False)
+    service = block * read_seconds_per_byte(spec, block, "seq")
+    law = block * n / law_latency(l0, service, n)
+    for framework in ("tensorflow", "pytorch"):
+        m = simulate(system, p.model_copy(update={"framework": framework}), seed=1).metrics
+        assert m["storage_read_MB_per_second"] * 1e6 == pytest.approx(law, rel=5e-3), framework
+
+
 @pytest.mark.parametrize("ranks", [2, 4, 9])
 def test_tensorflow_ranks_share_the_drive_by_the_concurrency_law(ranks):
     """n TF ranks reading at once: together n / R(n) requests/s of transfer_size (models.ssd concurrency law: the
