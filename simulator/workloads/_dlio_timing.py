@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 # tests/fixtures/dlio/unet3d_tiny (DLIO 2.0.0, 2 ranks), per-rank {rank}_output.json, proc - load - compute of
 # every step after the first, median of the 12 = 0.32 ms (tests/test_dlio_mlperf.py recomputes it).  It caps AU
 # at computation_time / (computation_time + overhead) with storage idle: 54 % for DLRM on a B200 (0.375 ms steps).
-# It is the PyTorch loop's; the TensorFlow loop's is DLIO_TF_STEP_OVERHEAD_SECONDS below.  The hand-over of a prefetched batch (the fixture's smallest load
-# times, 1.3-1.7 ms) is not in it: on that 2-vCPU VM it cannot be told apart from the loader workers taking the
-# cores, and MLPerf Storage v1.0's CosmoFlow result (9 H100 at AU 71.85 %, 4.88 ms steps) bounds all the time
-# outside the compute at 1.38 ms per step.
+# It is the PyTorch loop's; the TensorFlow loop's is DLIO_TF_STEP_OVERHEAD_SECONDS below.  The hand-over of a
+# prefetched batch (the fixture's smallest load times, 1.3-1.7 ms) is not in it: on that 2-vCPU VM it cannot be told
+# apart from the loader workers taking the cores, and MLPerf Storage v1.0's CosmoFlow result (9 H100 at AU 71.85 %,
+# 4.88 ms steps) bounds all the time outside the compute at 1.38 ms per step.
 DLIO_STEP_OVERHEAD_SECONDS = 0.32e-3
 # The same for DLIO's TensorFlow loop (resnet50, cosmoflow): each step pulls a batch through the tf.data iterator in
 # eager mode (the reader's py_function map, the batch and prefetch stages) before the loop's own bookkeeping.  Fitted
