@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from iowatt.models import catalog, host_io, ssd_power
 from iowatt.models.links import link_payload_Bps
@@ -194,33 +194,17 @@ def test_dataset_smaller_than_a_batch_is_a_clear_error():
         simulate(_system(), p, seed=1)
 
 
-@pytest.mark.parametrize("threads", [1, 4, 8])
-def test_tensorflow_rank_reads_read_threads_streams(threads):
-    """DLIO's TF reader opens one TFRecordDataset per rank with num_parallel_reads=read_threads (reader/tf_reader.py of
-    DLIO 1.x, as MLPerf Storage v1.0 ran it, and of 2.0.0): tf.data interleaves that many files, each a stream of
-    transfer_size requests at QD1.  With storage binding, one rank's k streams get k / R(k) requests/s (the textbook MVA
-    of c = L0 / S flash units, tests/queueing_oracle.law_latency, with N = k), as k PyTorch workers do."""
-    system = _system()
-    spec = catalog.spec_from("ssd", "micron-6550-ion")
-    block = 256 * 1024
-    p = _custom(framework="tensorflow", record_length=8 * MB, batch_size=1, computation_time=1e-9, num_files=64,
-                read_threads=threads, prefetch_size=4, accelerators=1, cpu_bytes_per_core_second=1e12,
-                tf_step_overhead=0.0)  # the loop's own time per step would stretch the epoch beyond the reads
-    m = simulate(system, p, seed=1).metrics
-    l0 = unloaded_latency_s(spec, block, False)
-    service = block * read_seconds_per_byte(spec, block, "seq")
-    law = block * threads / law_latency(l0, service, threads)
-    assert m["storage_read_MB_per_second"] * 1e6 == pytest.approx(law, rel=2e-3)
-    if threads > 1:  # more than one stream's QD1 rate: the old one-stream reading of the TF reader would fail here
-        assert m["storage_read_MB_per_second"] * 1e6 > 1.5 * block / l0
-
-
 @settings(max_examples=12, deadline=None)
 @given(ranks=st.integers(1, 5), threads=st.integers(1, 6))
+@example(ranks=1, threads=1)
+@example(ranks=1, threads=4)
+@example(ranks=1, threads=8)
 def test_tensorflow_and_pytorch_loaders_put_the_same_reads_in_flight(ranks, threads):
-    """With the drive binding, a TF rank's read_threads interleaved files and a PyTorch rank's read_threads workers are
-    the same ranks x read_threads streams of one request each: both read at N / R(N) requests/s with N = ranks x
-    threads (the textbook MVA of c = L0 / S flash units, tests/queueing_oracle.law_latency)."""
+    """DLIO's TF reader opens one TFRecordDataset per rank with num_parallel_reads=read_threads (reader/tf_reader.py of
+    DLIO 1.x, as MLPerf Storage v1.0 ran it, and of 2.0.0): tf.data interleaves that many files, each a stream of
+    transfer_size requests at QD1.  With the drive binding, a TF rank's read_threads files and a PyTorch rank's
+    read_threads workers are the same ranks x read_threads streams of one request each: both read at N / R(N)
+    requests/s with N = ranks x threads (the textbook MVA of c = L0 / S flash units, tests/queueing_oracle.law_latency)."""
     system = _system()
     spec = catalog.spec_from("ssd", "micron-6550-ion")
     block = 256 * 1024
@@ -233,7 +217,9 @@ def test_tensorflow_and_pytorch_loaders_put_the_same_reads_in_flight(ranks, thre
     law = block * n / law_latency(l0, service, n)
     for framework in ("tensorflow", "pytorch"):
         m = simulate(system, p.model_copy(update={"framework": framework}), seed=1).metrics
-        assert m["storage_read_MB_per_second"] * 1e6 == pytest.approx(law, rel=5e-3), framework
+        assert m["storage_read_MB_per_second"] * 1e6 == pytest.approx(law, rel=2e-3), framework
+        if n > 1:  # more than one stream's QD1 rate: the old one-stream reading of a TF rank would fail here
+            assert m["storage_read_MB_per_second"] * 1e6 > 1.5 * block / l0, framework
 
 
 @pytest.mark.parametrize("ranks", [2, 4, 9])
