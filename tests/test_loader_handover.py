@@ -2,10 +2,11 @@
 
 Oracle: an independent event simulation of PyTorch's DataLoader as DLIO drives it (`_dataloader_steps` below: plain
 Python, no SimPy, no flow engine): w worker processes, each on a core of its own, at most P = w x prefetch batches
-handed out and not yet taken; a batch takes L seconds to load; the trainer waits for its batch in order, then for
-the hand-over h, frees the batch's slot (PyTorch sends the next index once the batch is in hand), then spends the
-loop's overhead o and computes c.  The model builds the same loader from flows on a host's CPU constraint; the two
-must agree on every step's wait wherever the loader is ahead, behind or in between.
+handed out and not yet taken, batch j on worker j mod w (PyTorch's round robin); a batch takes L seconds to load;
+the trainer waits for its batch in index order, then for the hand-over h, frees the batch's slot (PyTorch sends
+the next index once the batch is in hand), then spends the loop's overhead o and computes c.  The model builds the
+same loader from flows on a host's CPU constraint; the two must agree on every step's wait wherever the loader is
+ahead, behind or in between.
 """
 
 from __future__ import annotations
@@ -25,19 +26,16 @@ def _dataloader_steps(steps: int, workers: int, prefetch: int, load_s: float, ha
     """Each step's wait for its batch (from the trainer's request to the batch in hand), one rank, from time 0."""
     slots = workers * prefetch
     worker_free = [0.0] * workers
-    slot_free = [0.0] * steps  # when batch j may be handed to a worker: at once for the first P, else when j - P is taken
     ready = [0.0] * steps
-    for j in range(min(slots, steps)):
-        k = min(range(workers), key=lambda i: worker_free[i])
-        ready[j] = worker_free[k] = worker_free[k] + load_s
+    for j in range(min(slots, steps)):  # the first P indices go out at once, in PyTorch's round robin: batch j on j mod w
+        ready[j] = worker_free[j % workers] = worker_free[j % workers] + load_s
     waits, asked = [], 0.0
-    for step in range(steps):
+    for step in range(steps):  # batches are taken in index order
         got = max(asked, ready[step]) + handover_s
         waits.append(got - asked)
         nxt = step + slots
-        if nxt < steps:  # the slot this batch held goes to the next index, on the first worker to be free
-            slot_free[nxt] = got
-            k = min(range(workers), key=lambda i: worker_free[i])
+        if nxt < steps:  # the slot this batch held goes to the next index, on the same worker (nxt = step mod w)
+            k = nxt % workers
             ready[nxt] = worker_free[k] = max(worker_free[k], got) + load_s
         asked = got + overhead_s + compute_s
     return waits

@@ -19,7 +19,8 @@ _ENDINGS: tuple[tuple[str, str], ...] = (
     ("bw_bytes", "B/s"), ("_bytes", "B"), ("iops", "IO/s"),
     # counts (DLIO's and iowatt's names for them)
     ("_count", "count"), ("accelerators", "count"), ("_au90", "count"), ("_at_au_target", "count"), ("epochs", "count"),
-    ("steps_per_epoch", "count"), ("samples_read", "count"), ("drives", "count"), ("_reads", "count"), ("_ios", "count"),
+    ("steps_per_epoch", "count"), ("simulated_steps_per_epoch", "count"),
+    ("samples_read", "count"), ("drives", "count"), ("_reads", "count"), ("_ios", "count"),
 )
 
 

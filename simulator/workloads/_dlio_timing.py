@@ -138,10 +138,14 @@ class DlioRun:
     dataset_bytes: float
     wait: np.ndarray              # I/O stall of the trainers, seconds
     first_wait: np.ndarray        # the first step's stall (left out of AU)
+    second_wait: np.ndarray       # the second step's: it holds the wait at the first step's barrier, once per epoch
     compute: np.ndarray           # compute time, seconds
     delivered: np.ndarray         # loader deliveries (batches), for the sustained-AU estimate of the search
     last_delivery: np.ndarray     # time of the last delivery from the epoch's start, seconds
     epoch_time: np.ndarray        # per epoch, seconds
+    step_one_end: np.ndarray      # per epoch: when the first step's barrier opened, seconds from the epoch's start
+    last_step_end: np.ndarray     # per epoch: when the last step's barrier opened
+    epoch_steps: int = 0          # steps per accelerator of a whole epoch (DLIO's max_steps), uncapped
     totals: DlioTotals = field(default_factory=DlioTotals)
     step_timings: list[list[float]] = field(default_factory=list)  # [epoch, accelerator, wait_s, compute_s]
 
@@ -149,23 +153,41 @@ class DlioRun:
     def empty(cls, cfg: DlioConfig, steps: int, n_acc: int, epochs: int, fits: bool, dataset_bytes: float) -> DlioRun:
         import numpy as np
         z = lambda: np.zeros((epochs, n_acc))  # noqa: E731
-        return cls(cfg, steps, n_acc, epochs, fits, dataset_bytes, z(), z(), z(), z(), z(), np.zeros(epochs))
+        return cls(cfg, steps, n_acc, epochs, fits, dataset_bytes, z(), z(), z(), z(), z(), z(), np.zeros(epochs), np.zeros(epochs),
+                   np.zeros(epochs), steps)
 
-    def au_by_epoch(self) -> np.ndarray:
+    def whole_epoch_time(self) -> np.ndarray:
+        """Per epoch, the time of the whole epoch (epoch_steps) when the run simulated a slice of it (steps): the slice's
+        time plus the missing steps at the slice's steady step time (from the first step's barrier to the last's), so the
+        first step (the loader's start-up, the first batches) counts once per epoch, as in the run."""
+        if self.epoch_steps <= self.steps or self.steps < 2:
+            return self.epoch_time
+        steady = (self.last_step_end - self.step_one_end) / (self.steps - 1)
+        return self.epoch_time + (self.epoch_steps - self.steps) * steady
+
+    def au_by_epoch(self, whole_epoch: bool = False) -> np.ndarray:
         """DLIO's accelerator utilisation per epoch: compute time / step time, mean over accelerators.
 
         The first step's wait is left out (MLPerf Storage Submission_guidelines.md section 4: the I/O
         of the first step is excluded from AU, to keep pipeline start-up out of the average;
-        samples/s still include it); the loop's own cost per step (step_overhead) is step time."""
+        samples/s still include it); the loop's own cost per step (step_overhead) is step time.
+        whole_epoch: the simulated steps are a slice of an epoch of epoch_steps: the second step's wait (the wait at
+        the first step's barrier for the slowest rank's first batch, which DLIO's AU keeps) counts once, the later
+        steps' compute and waits scale to the epoch's length."""
         import numpy as np
-        comp, wait = self.compute, self.wait - self.first_wait
-        overhead = self.steps * self.cfg.step_overhead + self.cfg.epoch_overhead
+        comp, wait, steps = self.compute, self.wait - self.first_wait, self.steps
+        if whole_epoch and self.epoch_steps > steps >= 3:
+            later = (self.epoch_steps - 2) / (steps - 2)
+            comp = comp * self.epoch_steps / steps
+            wait = self.second_wait + (wait - self.second_wait) * later
+            steps = self.epoch_steps
+        overhead = steps * self.cfg.step_overhead + self.cfg.epoch_overhead
         return np.mean(comp / (comp + wait + overhead), axis=1)
 
-    def au(self) -> float:
+    def au(self, whole_epoch: bool = False) -> float:
         """AU, mean over accelerators and epochs (DLIO's train_au_mean_percentage / 100)."""
         import numpy as np
-        return float(np.mean(self.au_by_epoch()))
+        return float(np.mean(self.au_by_epoch(whole_epoch)))
 
     def au_ceiling(self) -> float:
         """The AU of idle storage: the loop's overhead and the hand-over alone keep it below 1 (small batches, short steps)."""
@@ -324,7 +346,9 @@ class _Training:
         self.epoch_start = 0.0
 
     def worker(self, rank: int, epoch: int, queue: simpy.Store, slots: simpy.Container, counter: list[int],
-               cached: bool, start: float) -> Generator[simpy.Event, object, None]:
+               cached: bool, start: float, stride: int = 1) -> Generator[simpy.Event, object, None]:
+        """One loader worker: takes the batch index `counter` holds, then the one `stride` on (a shared counter with
+        stride 1: any free worker takes the next batch; PyTorch's round robin: its own counter, stride = workers)."""
         env, path, out = self.env, self.path, self.out
         if start > 0.0:
             yield env.timeout(start)  # the worker process starts (DLIO_LOADER_START_SECONDS)
@@ -337,7 +361,7 @@ class _Training:
                 yield slots.put(1)
                 return
             index = counter[0]
-            counter[0] += 1
+            counter[0] += stride
             amount = float(self.batch_bytes[rank, index])
             if not cached:
                 path.stream_started(rank, 1)
@@ -362,15 +386,27 @@ class _Training:
         env, out = self.env, self.out
         threads, prefetch = out.cfg.read_threads, out.cfg.prefetch_size
         comp = out.cfg.computation_time
-        queue = simpy.Store(env)
-        slots = simpy.Container(env, init=threads * prefetch, capacity=threads * prefetch)
-        counter = [0]
         start = out.cfg.loader_start if epoch == 0 else 0.0
-        for _ in range(threads):
-            env.process(self.worker(rank, epoch, queue, slots, counter, cached, start))
+        if self.path.tensorflow:
+            # tf.data: the rank's parallel reads feed one pipeline; the next batch is whichever is ready first
+            queues = [simpy.Store(env)]
+            slots = [simpy.Container(env, init=threads * prefetch, capacity=threads * prefetch)]
+            counter = [0]
+            for _ in range(threads):
+                env.process(self.worker(rank, epoch, queues[0], slots[0], counter, cached, start))
+        else:
+            # PyTorch's DataLoader hands batch indices to its workers in a fixed round robin (worker k loads batches
+            # k, k + w, k + 2w, ...; each holds prefetch_factor indices) and returns batches in index order
+            # (torch.utils.data.dataloader._MultiProcessingDataLoaderIter: _try_put_index cycles the workers,
+            # _next_data waits for _rcvd_idx): a slow batch holds the trainer even when other workers' are ready
+            queues = [simpy.Store(env) for _ in range(threads)]
+            slots = [simpy.Container(env, init=prefetch, capacity=prefetch) for _ in range(threads)]
+            for k in range(threads):
+                env.process(self.worker(rank, epoch, queues[k], slots[k], [k], cached, start, stride=threads))
         asked = env.now
         for _step in range(out.steps):
-            yield queue.get()
+            turn = _step % len(queues)
+            yield queues[turn].get()
             if out.cfg.handover > 0.0 or out.cfg.handover_cpu > 0.0:
                 # a loaded batch still reaches the trainer through its worker: the result pipe, then the batch's shared
                 # memory as a file descriptor that the worker's resource-sharer thread sends on request (torch's
@@ -382,7 +418,7 @@ class _Training:
                     yield env.timeout(latency)
                 if out.cfg.handover_cpu > 0.0:
                     yield self.engine.transfer(f"dlio.r{rank}.handover", out.cfg.handover_cpu, [(self.path.cpu, 1.0)], max_rate=1.0)
-            yield slots.put(1)
+            yield slots[turn].put(1)
             got = env.now
             if out.cfg.step_overhead > 0.0:
                 # the loop's own cost per step, neither wait nor compute: the trainer's Python on one of the host's cores,
@@ -396,6 +432,8 @@ class _Training:
                 yield env.timeout(comp)
             if _step == 0:  # MLPerf Storage / DLIO: the first step's I/O is left out of AU
                 out.first_wait[epoch, rank] = got - asked
+            elif _step == 1:
+                out.second_wait[epoch, rank] = got - asked
             out.wait[epoch, rank] += got - asked
             out.compute[epoch, rank] += env.now - started
             if self.keep_steps:
@@ -410,6 +448,10 @@ class _Training:
                 spin = self.engine.transfer(f"dlio.r{rank}.spin", SPIN_QUANTUM_SECONDS, [(self.path.cpu, 1.0)], max_rate=1.0)
                 yield released | spin
             yield released
+            if _step == 0:
+                out.step_one_end[epoch] = env.now - self.epoch_start
+            if _step == out.steps - 1:
+                out.last_step_end[epoch] = env.now - self.epoch_start
         if out.cfg.epoch_overhead > 0.0:
             yield env.timeout(out.cfg.epoch_overhead)  # the block's own bookkeeping outside its steps
 
@@ -449,7 +491,7 @@ def simulate(
     bs = cfg.batch_size
     dataset_samples = cfg.dataset_samples
     dataset_bytes = dataset_samples * cfg.record_length
-    steps = dataset_samples // (bs * n_acc)  # DLIO drops the last partial batch of each rank
+    steps = epoch_steps = dataset_samples // (bs * n_acc)  # DLIO drops the last partial batch of each rank
     if steps_cap is not None:
         steps = min(steps, steps_cap)
     if steps < 1:
@@ -469,6 +511,7 @@ def simulate(
     if cfg.use_gpus and not gpus:
         raise WorkloadConfigError("workload.use_gpus needs GPUs: expected system.gpus.count >= 1, found 0")
     out = DlioRun.empty(cfg, steps, n_acc, epochs, fits, dataset_bytes)
+    out.epoch_steps = epoch_steps
     training = _Training(env, engine, path, out, batch_bytes, batch_cost, gpus, keep_steps)
     env.process(training.epochs())
     engine.run()

@@ -18,7 +18,10 @@ data loader:
     the concurrency law of models.ssd, R = L0 + (n - 1) / C; hard disks reorder);
   - at most `read_threads x prefetch_size` batches loaded or loading ahead of the
     trainer (PyTorch's prefetch_factor), so I/O of later batches overlaps compute;
-  - the trainer takes batches in turn, waits when none is ready (I/O stall) and, ready or not, for the
+    PyTorch gives batch j to worker j mod read_threads and returns batches in index
+    order, so a slow batch holds the trainer while other workers' batches wait ready
+    (TensorFlow's tf.data hands over whichever is ready first);
+  - the trainer takes batches in turn, waits when its next is not ready (I/O stall) and, ready or not, for the
     hand-over from its worker (`handover_seconds`, measured by check-machine), spends
     `step_overhead` on the loop's own bookkeeping (measured in DLIO: _dlio_timing), then
     computes for `computation_time` (a sleep, as DLIO emulates it, or a flow on a
@@ -221,6 +224,11 @@ class DlioParams(BaseModel):
         "check-machine measures it with DLIO's PyTorch (calibration.handover_probe); default none, the hand-over a wait")
     epochs: int = Field(default=1, ge=1, le=1000)
     total_training_steps: int | None = Field(default=None, ge=1, description="cap on steps per accelerator per epoch (DLIO train.total_training_steps)")
+    whole_epoch: bool = Field(
+        default=False, description="total_training_steps simulates a slice of each epoch, not a capped run: samples/s and the "
+        "epoch time are reported for the whole epoch (dataset samples / (batch x accelerators) steps, DLIO's max_steps), the "
+        "slice's steady step time standing for the steps not simulated, so the first step (loader start-up, the first "
+        "batches) weighs once per epoch as in the run; AU is the slice's (its first step is left out either way)")
     read_block_size: Bytes | None = Field(
         default=None, ge=512, description="PyTorch loaders: read request size, capped at the sample size (default 1 MiB; dlrm: its column chunk)"
     )
@@ -285,6 +293,13 @@ class DlioParams(BaseModel):
     search_steps: int = Field(default=16, ge=2, le=10_000, description="steps per accelerator in each search run")
     search_max_accelerators: int = Field(default=1024, ge=1, le=4096)
     step_detail_limit: int = Field(default=20_000, ge=0, description="keep per-step timings in the detail up to this many steps")
+
+    @model_validator(mode="after")
+    def _whole_epoch_needs_a_slice(self) -> DlioParams:
+        if self.whole_epoch and self.total_training_steps is None:
+            raise ValueError("whole_epoch extrapolates a slice of total_training_steps to the epoch: expected total_training_steps, "
+                             "found none")
+        return self
 
     @model_validator(mode="after")
     def _custom_complete(self) -> DlioParams:
@@ -418,7 +433,7 @@ def run(ctx: RunContext, params: DlioParams) -> WorkloadOutcome:
     n = params.accelerators
     cfg = params.resolved(ctx.system.host.config.memory)
     res = simulate(ctx.env, ctx.engine, ctx.system, ctx.rng, cfg, n, params.total_training_steps, params.epochs, True)
-    metrics, detail = _metrics(res)
+    metrics, detail = _metrics(res, params.whole_epoch)
     if len(res.step_timings) <= params.step_detail_limit:
         detail["steps"] = {"columns": ["epoch", "accelerator", "wait_s", "compute_s"], "rows": res.step_timings}
     if params.search_au:
@@ -450,15 +465,17 @@ def run(ctx: RunContext, params: DlioParams) -> WorkloadOutcome:
     return WorkloadOutcome(metrics, detail, units)
 
 
-def _metrics(res: DlioRun) -> tuple[dict[str, float], dict]:
+def _metrics(res: DlioRun, whole_epoch: bool) -> tuple[dict[str, float], dict]:
     """DLIO's metrics (names and definitions as DLIO prints them) and the run's detail."""
     import numpy as np
     cfg, n, steps = res.cfg, res.n_acc, res.steps
-    samples_per_epoch = n * steps * cfg.batch_size
-    throughput = float(np.mean(samples_per_epoch / res.epoch_time))
+    # a slice stands for the whole epoch where the scenario says so (whole_epoch); else the run as DLIO counts it
+    epoch_time = res.whole_epoch_time() if whole_epoch else res.epoch_time
+    samples_per_epoch = n * (res.epoch_steps if whole_epoch else steps) * cfg.batch_size
+    throughput = float(np.mean(samples_per_epoch / epoch_time))
     total_bytes = res.totals.bytes_disk + res.totals.bytes_cache
     sim_time = float(res.epoch_time.sum())
-    au = res.au()
+    au = res.au(whole_epoch)
     metrics = {
         "train_au_percentage": 100.0 * au,
         "train_au_meet_expectation": float(au >= cfg.au_target),
@@ -471,21 +488,23 @@ def _metrics(res: DlioRun) -> tuple[dict[str, float], dict]:
         "storage_read_MB_per_second": res.totals.bytes_disk / sim_time / 1e6 if sim_time > 0 else 0.0,
         "accelerators": float(n),
         "epochs": float(res.epochs),
-        "steps_per_epoch": float(steps),
+        # the epoch the samples/s and epoch time describe; the steps simulated of it, where a slice stands for it
+        "steps_per_epoch": float(res.epoch_steps if whole_epoch else steps),
+        "simulated_steps_per_epoch": float(steps),
         "samples_read": float(res.totals.samples),
         "bytes_read_GB": total_bytes / 1e9,
         "bytes_read_from_storage_GB": res.totals.bytes_disk / 1e9,
-        "epoch_time_mean_seconds": float(res.epoch_time.mean()),
+        "epoch_time_mean_seconds": float(epoch_time.mean()),
         "dataset_GB": res.dataset_bytes / 1e9,
     }
     detail: dict = {
         "resolved": dataclasses.asdict(cfg),
         # DLIO's per-epoch series (summary.json metric lists): AU mean over ranks, samples/s of all ranks
-        "train_au_percentage_by_epoch": (100.0 * res.au_by_epoch()).tolist(),
-        "train_throughput_samples_per_second_by_epoch": (samples_per_epoch / res.epoch_time).tolist(),
+        "train_au_percentage_by_epoch": (100.0 * res.au_by_epoch(whole_epoch)).tolist(),
+        "train_throughput_samples_per_second_by_epoch": (samples_per_epoch / epoch_time).tolist(),
         "dataset_samples": cfg.dataset_samples,
         "dataset_fits_page_cache": bool(res.fits),
-        "epoch_time_seconds": res.epoch_time.tolist(),
+        "epoch_time_seconds": epoch_time.tolist(),
         "wait_seconds_by_epoch_and_accelerator": res.wait.tolist(),
         "compute_seconds_by_epoch_and_accelerator": res.compute.tolist(),
     }
