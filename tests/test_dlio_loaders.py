@@ -286,3 +286,22 @@ def test_whole_epoch_needs_a_slice():
     """whole_epoch without total_training_steps has nothing to extrapolate: one message naming both fields."""
     with pytest.raises(ValueError, match=r"whole_epoch .* expected total_training_steps, found none"):
         _custom(record_length=4 * MB, batch_size=2, computation_time=0.05, num_files=40, whole_epoch=True)
+
+
+@settings(max_examples=6, deadline=None)
+@given(n=st.integers(1, 64), sd_ms=st.floats(0.1, 0.5))
+@example(n=1, sd_ms=0.5)
+@example(n=64, sd_ms=0.275)
+def test_tf_ranks_wait_for_the_slowest_loop_at_the_barrier(n, sd_ms):
+    """A TensorFlow rank's loop time per step spreads (tf_step_overhead_sd); every step ends at the barrier, so with idle
+    storage a step costs the compute plus the slowest of n loops.  Referee: the order statistic by Monte-Carlo (numpy:
+    the mean over 20,000 draws of the largest of n normals), AU = c / (c + mu + E[max]) within 2 %, both for the run
+    and for the ceiling the count search uses."""
+    c, mu, sd, steps = 3.5e-3, 0.79e-3, sd_ms * 1e-3, 300
+    p = _custom(record_length=4096, batch_size=1, computation_time=c, num_files=n * steps, accelerators=n, framework="tensorflow",
+                format="tfrecord", tf_step_overhead=mu, tf_step_overhead_sd=sd, read_threads=2, prefetch_size=4)
+    m = simulate(_system(), p, seed=11).metrics
+    draws = np.maximum(0.0, np.random.default_rng(3).normal(mu, sd, (20_000, n)))
+    referee = c / (c + draws.max(axis=1).mean())
+    assert m["train_au_percentage"] / 100.0 == pytest.approx(referee, rel=0.02)
+    assert m["train_au_ceiling_percentage"] / 100.0 == pytest.approx(referee, rel=0.02)

@@ -43,13 +43,11 @@ FITTED = {"amax.fio.hdd.iops", "sr.ckpt.ps1010.pass1", "amax.epoch.9200", "amax.
 # component model keeps them under their 25 W cap), so the model has no reason for the 9550's 31 % / 60 % lead and
 # the energies that follow from the two drives' longer runs.  What limits them under GIDS is not in the model.
 KNOWN_MISSES = {"m9550.gnn.iops_vs_cm7r", "m9550.gnn.iops_vs_pm1743", "m9550.gnn.ssd_energy_pm1743", "m9550.gnn.ssd_energy_vs_cm7r"}
-# The CosmoFlow rows of MLPerf Storage v1.0 with 9 to 150 ranks ran at AU 70-73 % (the submitters' count at the pass
-# mark) with their storage far from full; the model's TensorFlow loop, with the per-step cost the round's
-# single-accelerator CosmoFlow runs show (0.79 ms: YanRong 82.6 %, Juicedata 80.7 %, one rank, storage idle), stops at
-# AU 81.6 %, 13-27 % above the published MiB/s: a cost that grows with the ranks meeting at each step's barrier is
-# missing from the DLIO model; the unet3d and resnet50 rows of the same systems are within 10 % (docs/scale-out.md).
-KNOWN_MISSES |= {"mlps1.mn.ddn.cosmoflow.h100", "mlps1.mn.ddn.cosmoflow.a100", "mlps1.mn.iei.cosmoflow.h100.6hosts",
-                 "mlps1.mn.yanrong.f9000x.cosmoflow.h100.120", "mlps.6500.cosmoflow.h100", "mlps.6500.cosmoflow.a100"}
+# The A100 CosmoFlow rows of MLPerf Storage v1.0 (15 and 150 ranks) spend 2.1 ms a step outside compute where the H100
+# runs spend 1.4-1.5 ms; the model's TensorFlow loop (its one-rank cost and the slowest rank's spread at each step's
+# barrier, both fitted on H100 runs that are not rows) gives both the same, so the A100 rows sit 12-15 % high: what
+# grows with the compute time (5.51 ms against 3.5) is missing; no A100 run of the round has few enough ranks to show it.
+KNOWN_MISSES |= {"mlps1.mn.ddn.cosmoflow.a100", "mlps.6500.cosmoflow.a100"}
 # issue 31: public multi-node MLPerf Storage v1.0 closed rows (mlcommons/storage_results_v1.0), not in the shared reference
 PUBLIC_MULTINODE_PREFIX = "mlps1.mn."
 # Issue 35: Solidigm's GDS page states no gdsio options; at the assumed four threads (NVIDIA's GDS-on-NVMe walk-through)

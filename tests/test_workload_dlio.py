@@ -34,7 +34,7 @@ def _system(device: str = "micron-6550-ion", memory: str = "256 GB", power_state
 
 def _custom(**kw) -> DlioParams:
     base = {"kind": "dlio", "model": "custom", "accelerator": "other", "search_au": False, "read_threads": 1, "prefetch_size": 1, "page_cache": False,
-            "step_overhead": 0.0, "loader_start": 0.0, "epoch_overhead": 0.0}
+            "step_overhead": 0.0, "tf_step_overhead_sd": 0.0, "loader_start": 0.0, "epoch_overhead": 0.0}
     base.update(kw)
     return DlioParams.model_validate(base)
 

@@ -78,8 +78,10 @@ from iowatt.simulator.workloads._dlio_timing import (
     DLIO_EPOCH_OVERHEAD_SECONDS,
     DLIO_LOADER_START_SECONDS,
     DLIO_STEP_OVERHEAD_SECONDS,
+    DLIO_TF_STEP_OVERHEAD_SD_SECONDS,
     DLIO_TF_STEP_OVERHEAD_SECONDS,
     TF_STEP_OVERHEAD,
+    TF_STEP_OVERHEAD_SD,
     DlioConfig,
     DlioRun,
     simulate,
@@ -191,6 +193,13 @@ class DlioParams(BaseModel):
         description="TensorFlow loaders: the loop's time per step outside the wait and the compute (the tf.data iterator's "
         "next batch in eager mode and DLIO's bookkeeping), in place of step_overhead, which is the PyTorch loop's; "
         "fitted on two single-accelerator CosmoFlow runs, see _dlio_timing.DLIO_TF_STEP_OVERHEAD_SECONDS",
+    )
+    tf_step_overhead_sd: Seconds = calibrated_field(
+        DLIO_TF_STEP_OVERHEAD_SD_SECONDS, TF_STEP_OVERHEAD_SD, ge=0,
+        description="TensorFlow loaders: the spread of the loop's time per step from rank to rank and step to step (a "
+        "normal's standard deviation about tf_step_overhead); every step ends at the ranks' barrier, so n ranks pay the "
+        "slowest one's, tf_step_overhead + sd x E[max of n standard normals]; fitted on three multi-rank CosmoFlow runs "
+        "with idle storage, see _dlio_timing.DLIO_TF_STEP_OVERHEAD_SD_SECONDS",
     )
     loader_start: Seconds = assumed_field(
         DLIO_LOADER_START_SECONDS, low=0.45, high=1.8, shape="log-uniform", ge=0,
@@ -342,6 +351,7 @@ class DlioParams(BaseModel):
             au_target=float(self.au_target if self.au_target is not None else p.au_target),
             framework=framework,
             step_overhead=float(self.step_overhead if framework == "pytorch" else self.tf_step_overhead),
+            step_overhead_sd=float(0.0 if framework == "pytorch" else self.tf_step_overhead_sd),
             loader_start=float(self.loader_start),
             epoch_overhead=float(self.epoch_overhead),
             handover=float(self.handover_seconds),
