@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from iowatt.models import catalog
 from iowatt.models.ssd import read_seconds_per_byte, write_seconds_per_byte
@@ -46,9 +47,14 @@ def test_training_headline_and_drive_order(results, model):
     for doc in (gen5, gen4):
         m, resolved = doc["metrics"], doc["dlio"]["resolved"]
         assert m["train_io_mean_MB_per_second"] == pytest.approx(m["train_throughput_mean_samples_per_second"] * resolved["record_length"] / 2**20, rel=1e-9)
-        c, o = resolved["computation_time"], resolved["step_overhead"]
-        assert m["train_au_ceiling_percentage"] == pytest.approx(100 * c / (c + o), rel=1e-12)
-        assert 0.0 < m["train_au_percentage"] <= m["train_au_ceiling_percentage"] + 1e-9
+        c, o, sd = resolved["computation_time"], resolved["step_overhead"], resolved["step_overhead_sd"]
+        # the ceiling: the compute over the compute and the slowest rank's loop (its expected maximum over the ranks,
+        # here by Monte-Carlo: the mean of the largest of n draws floored at zero, as the loop's are drawn)
+        n = int(m["accelerators"])
+        slowest = o if sd == 0 else float(np.maximum(0.0, np.random.default_rng(1).normal(o, sd, (20_000, n))).max(axis=1).mean())
+        assert m["train_au_ceiling_percentage"] == pytest.approx(100 * c / (c + slowest), rel=1e-12 if sd == 0 else 1e-2)
+        # a run's own draws of the loop may beat the expected maximum by their noise
+        assert 0.0 < m["train_au_percentage"] <= m["train_au_ceiling_percentage"] * (1.0 if sd == 0 else 1.01) + 1e-9
         assert m["max_accelerators_at_au_target"] >= 0.0
     block, pattern = gen5["dlio"]["resolved"]["read_block_size"], gen5["dlio"]["resolved"]["read_pattern"]
     faster = [1.0 / read_seconds_per_byte(catalog.spec_from("ssd", d), min(block, 2**20), pattern) for d in ("micron-6550-ion", "solidigm-d5-p5336")]

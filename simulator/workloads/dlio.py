@@ -80,8 +80,12 @@ from iowatt.simulator.workloads._dlio_timing import (
     DLIO_STEP_OVERHEAD_SECONDS,
     DLIO_TF_STEP_OVERHEAD_SD_SECONDS,
     DLIO_TF_STEP_OVERHEAD_SECONDS,
+    DLIO_UNET3D_STEP_OVERHEAD_SD_SECONDS,
+    DLIO_UNET3D_STEP_OVERHEAD_SECONDS,
     TF_STEP_OVERHEAD,
     TF_STEP_OVERHEAD_SD,
+    UNET3D_STEP_OVERHEAD,
+    UNET3D_STEP_OVERHEAD_SD,
     DlioConfig,
     DlioRun,
     simulate,
@@ -200,6 +204,18 @@ class DlioParams(BaseModel):
         "normal's standard deviation about tf_step_overhead); every step ends at the ranks' barrier, so n ranks pay the "
         "slowest one's, tf_step_overhead + sd x E[max of n standard normals]; fitted on three multi-rank CosmoFlow runs "
         "with idle storage, see _dlio_timing.DLIO_TF_STEP_OVERHEAD_SD_SECONDS",
+    )
+    unet3d_step_overhead: Seconds = calibrated_field(
+        DLIO_UNET3D_STEP_OVERHEAD_SECONDS, UNET3D_STEP_OVERHEAD, ge=0,
+        description="unet3d: the loop's time per step outside the wait and the compute on an MLPerf Storage client (one "
+        "rank, idle storage), in place of step_overhead where the scenario does not set step_overhead; fitted on a "
+        "single-accelerator unet3d run, see _dlio_timing.DLIO_UNET3D_STEP_OVERHEAD_SECONDS",
+    )
+    unet3d_step_overhead_sd: Seconds = calibrated_field(
+        DLIO_UNET3D_STEP_OVERHEAD_SD_SECONDS, UNET3D_STEP_OVERHEAD_SD, ge=0,
+        description="unet3d: the spread of that loop's time from rank to rank and step to step (a normal's standard "
+        "deviation, floored at zero); n ranks pay the slowest one's at every step's barrier; fitted on two multi-rank "
+        "unet3d runs with idle storage, see _dlio_timing.DLIO_UNET3D_STEP_OVERHEAD_SD_SECONDS",
     )
     loader_start: Seconds = assumed_field(
         DLIO_LOADER_START_SECONDS, low=0.45, high=1.8, shape="log-uniform", ge=0,
@@ -340,6 +356,14 @@ class DlioParams(BaseModel):
         comp = self.computation_time if self.computation_time is not None else step.computation_time_s if step else 0.0
         batch = self.batch_size if self.batch_size is not None else step.batch_size if step else 1
         framework = self.framework or p.framework
+        # the loop outside wait and compute: TensorFlow's; unet3d's as submitters' clients run it, unless the scenario
+        # states its own (check-machine's measured loop); else the PyTorch loop measured on the development VM
+        if framework == "tensorflow":
+            loop_s, loop_sd_s = float(self.tf_step_overhead), float(self.tf_step_overhead_sd)
+        elif self.model == "unet3d" and "step_overhead" not in self.model_fields_set:
+            loop_s, loop_sd_s = float(self.unet3d_step_overhead), float(self.unet3d_step_overhead_sd)
+        else:
+            loop_s, loop_sd_s = float(self.step_overhead), 0.0
         return DlioConfig(
             record_length=float(record),
             record_length_stdev=float(stdev),
@@ -350,8 +374,8 @@ class DlioParams(BaseModel):
             computation_time=float(comp),
             au_target=float(self.au_target if self.au_target is not None else p.au_target),
             framework=framework,
-            step_overhead=float(self.step_overhead if framework == "pytorch" else self.tf_step_overhead),
-            step_overhead_sd=float(0.0 if framework == "pytorch" else self.tf_step_overhead_sd),
+            step_overhead=loop_s,
+            step_overhead_sd=loop_sd_s,
             loader_start=float(self.loader_start),
             epoch_overhead=float(self.epoch_overhead),
             handover=float(self.handover_seconds),
@@ -517,6 +541,7 @@ def _metrics(res: DlioRun, whole_epoch: bool) -> tuple[dict[str, float], dict]:
         "epoch_time_seconds": epoch_time.tolist(),
         "wait_seconds_by_epoch_and_accelerator": res.wait.tolist(),
         "compute_seconds_by_epoch_and_accelerator": res.compute.tolist(),
+        "loop_seconds_by_epoch_and_accelerator": res.loop.tolist(),
     }
     return metrics, detail
 
