@@ -23,7 +23,9 @@ data loader:
     (TensorFlow's tf.data hands over whichever is ready first);
   - the trainer takes batches in turn, waits when its next is not ready (I/O stall) and, ready or not, for the
     hand-over from its worker (`handover_seconds`, measured by check-machine), spends
-    `step_overhead` on the loop's own bookkeeping (measured in DLIO: _dlio_timing), then
+    `step_overhead` on the loop's own bookkeeping (measured in DLIO: _dlio_timing; TensorFlow's
+    `tf_step_overhead`, unet3d's on a submitter's client `unet3d_step_overhead`, each with a spread
+    from rank to rank and step to step that every step's barrier waits out for the slowest rank), then
     computes for `computation_time` (a sleep, as DLIO emulates it, or a flow on a
     real GPU's compute constraint with `use_gpus`).  The overhead caps AU at
     computation_time / (computation_time + step_overhead) even with idle storage,
