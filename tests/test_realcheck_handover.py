@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from iowatt.calibration.handover_probe import HandoverProbeError, dlio_python, handover_cpu
-from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS, NULL_SLEEP_SECONDS, handover_seconds, null_runs
+from iowatt.calibration.realcheck_runs import NULL_BATCH, NULL_BATCH_STEPS, NULL_SLEEP_SECONDS, handover_seconds, loader_start_seconds, null_runs
 from iowatt.scenarios.realcheck_predict import measured_loader
 
 
@@ -31,6 +31,21 @@ def test_hand_over_is_the_mean_later_wait_of_the_sleeping_null_runs(tmp_path: Pa
     two = _dlio_bundle(tmp_path / "r1", [[0.5, 0.001, 0.001], [0.35, 0.002, 0.004]], NULL_SLEEP_SECONDS)
     later = [0.002, 0.004, 0.003, 0.003, 0.001, 0.001, 0.002, 0.004]
     assert handover_seconds([one, two])["handover_seconds"] == pytest.approx(sum(later) / len(later))
+
+
+@given(st.lists(st.lists(st.floats(0.05, 2.0), min_size=2, max_size=2), min_size=1, max_size=6))
+def test_loader_start_is_the_median_first_wait_over_every_null_run(firsts: list[list[float]]):
+    """Oracle: DLIO's own trace: every rank of every null run (short, long, batched, sleeping alike) waits for its
+    loader workers' start-up at its first step; the start-up is the median of all those first waits, however many
+    runs and whatever their lengths, and a later step's wait never enters it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        runs = [_dlio_bundle(Path(folder) / f"r{k}", [[first, 0.002, 0.9] for first in pair], 0.0)
+                for k, pair in enumerate(firsts)]
+        every = sorted(f for pair in firsts for f in pair)
+        middle = (every[(len(every) - 1) // 2] + every[len(every) // 2]) / 2.0
+        assert loader_start_seconds(runs)["loader_start_seconds"] == pytest.approx(middle)
 
 
 def test_the_sleeping_null_run_keeps_the_loader_ahead(tmp_path: Path):

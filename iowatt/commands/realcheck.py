@@ -107,7 +107,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     from iowatt.calibration.host_probe import probe
     from iowatt.calibration.plan import load_plan
     from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
-    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, handover_seconds, machine_facts, null_runs, overheads
+    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, handover_seconds, loader_start_seconds, machine_facts, null_runs, overheads
     from iowatt.calibration.runner import collect
     from iowatt.commands.ssd_profile import as_user_error, fit_ssd
     from iowatt.scenarios.realcheck_predict import predict, workload_for
@@ -124,6 +124,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     short, long, batched, sleeping = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
     facts.update(overheads(short, long, batched, int(facts["cores"])))
     facts.update(handover_seconds(sleeping))
+    facts.update(loader_start_seconds(short + long + batched + sleeping))
     try:  # the trainer's CPU in the hand-over, with DLIO's own PyTorch
         facts.update(handover_cpu(dlio_python(Path(shutil.which("dlio_benchmark", path=env.get("PATH")) or "dlio_benchmark"))))
     except HandoverProbeError as error:
