@@ -164,6 +164,9 @@ def trace_hint(run: RunRecord, repeats: list[dict[str, float]], fio: dict[str, f
     first = [r["first_step_load_seconds"] for r in repeats if "first_step_load_seconds" in r]
     text = f"first step waits {statistics.fmean(first):.2f} s (the loader's start-up); later steps " if first else "per step: "
     text += f"wait {step_load * 1e3:.1f} ms for data, compute {step_compute * 1e3:.1f} ms"
+    barrier = [r["step_barrier_seconds"] for r in repeats if "step_barrier_seconds" in r]
+    if barrier:
+        text += f", then {statistics.fmean(barrier) * 1e3:.1f} ms at the step's barrier (the slower rank's step)"
     if step_load <= 0.1 * step_compute:
         return text + ": compute bound"
     if "seq_read_Bps" not in fio:

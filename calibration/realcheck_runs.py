@@ -279,4 +279,21 @@ def measured(spec: RunSpec, dlio_bundle: Path) -> dict[str, float]:
     elif steps:
         for key in ("load_seconds", "compute_seconds"):
             out[f"step_{key}"] = sum(_float(r.get(key)) or 0.0 for r in ranks) / steps
+    barrier = barrier_seconds_per_step(ranks, int(spec.workload["reader"]["batch_size"]))  # type: ignore[index]
+    if barrier is not None:
+        out["step_barrier_seconds"] = barrier
     return out
+
+
+def barrier_seconds_per_step(ranks: list[dict[str, str]], batch: int) -> float | None:
+    """A step's time outside its own load and compute, per step over the ranks: the block's time (DLIO's throughput is
+    steps x batch / block time) less the sum of its steps, which is the wait at the barrier that closes every step
+    for the slower rank's step (and the loop's bookkeeping after it); None where the table lacks a column."""
+    total, steps = 0.0, 0
+    for r in ranks:
+        n, proc, rate = int(r.get("steps") or 0), _float(r.get("proc_seconds")), _float(r.get("throughput_samples_per_second"))
+        if not n or proc is None or not rate:
+            return None
+        total += max(0.0, n * batch / rate - proc)
+        steps += n
+    return total / steps if steps else None

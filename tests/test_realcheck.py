@@ -61,6 +61,21 @@ def test_fixture_rescores_from_its_dlio_tables():
         assert run["binding"] and run["trace"]
 
 
+@given(st.lists(st.tuples(st.integers(2, 200), st.floats(0.1, 10.0), st.floats(0.0, 2.0)), min_size=1, max_size=4),
+       st.integers(1, 64))
+def test_barrier_time_is_the_block_less_its_steps(ranks: list[tuple[int, float, float]], batch: int):
+    """Oracle: DLIO's throughput definition (a rank's samples over its block's time, DLIO 2.0 statscounter): with each
+    rank's steps summing to `proc` seconds and `outside` seconds spent between them, the block lasts proc + outside,
+    and the time at the barrier per step over the ranks is the ranks' outside seconds over their steps."""
+    from iowatt.calibration.realcheck_runs import barrier_seconds_per_step
+
+    table = [{"steps": str(n), "proc_seconds": str(proc), "throughput_samples_per_second": str(n * batch / (proc + outside))}
+             for n, proc, outside in ranks]
+    expected = sum(outside for _, _, outside in ranks) / sum(n for n, _, _ in ranks)
+    assert barrier_seconds_per_step(table, batch) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert barrier_seconds_per_step([{"steps": "3", "proc_seconds": ""}], batch) is None
+
+
 def test_table_names_the_binding_constraint_of_each_miss():
     result = _invoke("validate", "--bundle", str(FIXTURE))
     assert result.exit_code == 0, result.output
