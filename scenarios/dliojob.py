@@ -174,8 +174,6 @@ def _training(r: _Reader) -> dict[str, Any]:
         r.refuse("reader.odirect", f"expected true or false, found {odirect!r}")
     elif odirect:
         out["odirect"] = True  # O_DIRECT reads: whole 4 KiB blocks, no page cache (DlioParams.odirect)
-    if out.get("prefetch_size") == 0:
-        out["prefetch_size"] = 1
     for key in [k for k in r.flat if k.startswith("checkpoint.")]:
         r.used.add(key)  # workflow.checkpoint is False: DLIO ignores the section, so does the model
     return out

@@ -211,7 +211,8 @@ def test_pytorch_loader_returns_batches_in_order(workers, prefetch, utilisation,
     # the workers' mean load over the steps they have to make it in: utilisation
     c_step = mean_load / (workers * utilisation)
     p = _custom(record_length=record, batch_size=batch, computation_time=c_step, num_files=steps * batch, accelerators=1,
-                cpu_bytes_per_core_second=rate, read_threads=workers, prefetch_size=prefetch, loader_cost_cv=cv)
+                cpu_bytes_per_core_second=rate, read_threads=workers, prefetch_size=workers * prefetch,
+                loader_cost_cv=cv)  # DLIO's prefetch_size: `prefetch` batches a worker
     assert _one_flow_rate(_system(), p) == pytest.approx(rate, rel=0.02)
     models = [simulate(_system(), p, seed=s).metrics["train_au_percentage"] / 100.0 for s in range(4)]
     model = float(np.mean(models))

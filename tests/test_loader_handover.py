@@ -49,7 +49,7 @@ def _model_waits(workers: int, prefetch: int, load_s: float, handover_s: float, 
                 "server": {"cpu": {"name": "host", "cores": 8, "tdp_W": 10.0, "idle_W": 2.0, "memory_bandwidth_GBps": 1e4},
                            "memory": 64 * 2**30}},
                 "workload": {"kind": "dlio", "model": "custom", "record_length": record, "batch_size": 1, "num_files": FILES,
-                             "computation_time": compute_s, "read_threads": workers, "prefetch_size": prefetch,
+                             "computation_time": compute_s, "read_threads": workers, "prefetch_size": workers * prefetch,
                              "accelerators": 1, "epochs": 2, "cpu_bytes_per_core_second": record / load_s,
                              "loader_start": 0.0, "epoch_overhead": 0.0, "step_overhead": overhead_s,
                              "handover_seconds": handover_s, "search_au": False, "mlperf_dataset_rule": False}}
@@ -87,7 +87,7 @@ def test_a_loader_far_ahead_waits_the_hand_over_alone():
 def test_without_a_measured_hand_over_nothing_changes():
     """Oracle: the field's default (none) is the model before the field existed: the same waits as a hand-over of 0
     given explicitly, so library scenarios and bundles made before the probe measured it keep their numbers."""
-    explicit = _model_waits(2, 2, 0.03, 0.0, 1e-3, 0.02)
+    explicit = _model_waits(2, 1, 0.03, 0.0, 1e-3, 0.02)  # DLIO's prefetch_size 2 over 2 workers: one batch each
     record = 4 * MiB
     scenario = {"name": "default", "system": {"storage": {"device": "micron-7450-pro"},
                 "server": {"cpu": {"name": "host", "cores": 8, "tdp_W": 10.0, "idle_W": 2.0, "memory_bandwidth_GBps": 1e4},

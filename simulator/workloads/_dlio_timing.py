@@ -161,7 +161,7 @@ class DlioConfig:
     barrier_spin: bool = False          # a rank waiting at the step's barrier polls on a core (MPI busy-waits)
     # the loader's host side and the run's switches (DlioParams' fields of the same names)
     transfer_size: float = 256.0 * 1024  # TensorFlow readers' request size
-    prefetch_size: int = 2              # batches each worker may hold ahead
+    prefetch_size: int = 2              # DLIO's reader.prefetch_size (torch_prefetch_factor turns it into a worker's)
     dram_bytes_per_byte: float = 3.0    # DRAM traffic per byte read from the drive
     cpu_bytes_per_core_second: float = 2e9  # parsing rate of a reference core
     cpu_seconds_per_sample: float = 0.0  # reference-core seconds per sample beyond its bytes
@@ -453,7 +453,7 @@ class _Training:
         if self.path.tensorflow:
             # tf.data: the rank's parallel reads feed one pipeline; the next batch is whichever is ready first
             queues = [simpy.Store(env)]
-            slots = [simpy.Container(env, init=threads * prefetch, capacity=threads * prefetch)]
+            slots = [simpy.Container(env, init=threads * max(1, prefetch), capacity=threads * max(1, prefetch))]
             counter = [0]
             for _ in range(threads):
                 env.process(self.worker(rank, epoch, queues[0], slots[0], counter, cached, start))
@@ -463,7 +463,8 @@ class _Training:
             # (torch.utils.data.dataloader._MultiProcessingDataLoaderIter: _try_put_index cycles the workers,
             # _next_data waits for _rcvd_idx): a slow batch holds the trainer even when other workers' are ready
             queues = [simpy.Store(env) for _ in range(threads)]
-            slots = [simpy.Container(env, init=prefetch, capacity=prefetch) for _ in range(threads)]
+            factor = torch_prefetch_factor(prefetch, threads)
+            slots = [simpy.Container(env, init=factor, capacity=factor) for _ in range(threads)]
             for k in range(threads):
                 env.process(self.worker(rank, epoch, queues[k], slots[k], [k], cached, start, stride=threads))
         asked = env.now
@@ -529,6 +530,14 @@ class _Training:
             barrier = _Barrier(env, out.n_acc, out.steps)
             yield simpy.AllOf(env, [env.process(self.trainer(r, epoch, cached, barrier)) for r in range(out.n_acc)])
             out.epoch_time[epoch] = env.now - start
+
+
+def torch_prefetch_factor(prefetch_size: int, read_threads: int) -> int:
+    """Batches each PyTorch loader worker may hold ahead, as DLIO sets it from reader.prefetch_size
+    (dlio_benchmark/data_loader/torch_data_loader.py, DLIO 1.x and 2.0): ceil(prefetch_size / read_threads), and
+    PyTorch's own default 2 where that is 0."""
+    factor = -(-prefetch_size // max(1, read_threads))
+    return factor if factor > 0 else 2
 
 
 def _loop_costs(rng: np.random.Generator, shape: tuple[int, int, int], mean_s: float, sd_s: float) -> np.ndarray:

@@ -16,8 +16,11 @@ data loader:
     at most one core's worth and block / R(n), R the mean request latency while the
     drives hold all n streams reading at that instant (Little's law per stream; SSDs:
     the concurrency law of models.ssd, R = L0 + (n - 1) / C; hard disks reorder);
-  - at most `read_threads x prefetch_size` batches loaded or loading ahead of the
-    trainer (PyTorch's prefetch_factor), so I/O of later batches overlaps compute;
+  - at most `read_threads x prefetch_factor` batches loaded or loading ahead of the
+    trainer, so I/O of later batches overlaps compute; DLIO gives PyTorch's DataLoader
+    prefetch_factor = ceil(reader.prefetch_size / read_threads) (2 where that is 0:
+    dlio_benchmark/data_loader/torch_data_loader.py), one batch a worker at DLIO's
+    default 2 with 2 or more workers (TensorFlow: prefetch_size a thread, at least one);
     PyTorch gives batch j to worker j mod read_threads and returns batches in index
     order, so a slow batch holds the trainer while other workers' batches wait ready
     (TensorFlow's tf.data hands over whichever is ready first);
@@ -183,7 +186,11 @@ class DlioParams(BaseModel):
     mlperf_dataset_rule: bool = Field(default=True, description="size the dataset to at least 5x host memory when num_files is not given")
     batch_size: int | None = Field(default=None, ge=1, description="samples per step; the accelerator's for the presets if omitted")
     read_threads: int | None = Field(default=None, ge=1, le=256, description="loader workers per accelerator")
-    prefetch_size: int = Field(default=2, ge=1, le=64, description="batches each worker may hold ahead (PyTorch prefetch_factor)")
+    prefetch_size: int = Field(
+        default=2, ge=0, le=1024,
+        description="DLIO's reader.prefetch_size (its default 2): PyTorch's DataLoader gets prefetch_factor = "
+        "ceil(prefetch_size / read_threads) batches per worker (2 where that is 0; DLIO's torch_data_loader), TensorFlow's "
+        "pipeline read_threads x prefetch_size batches ahead (at least one each)")
     computation_time: Seconds | None = Field(default=None, gt=0, description="compute per step; the accelerator's for the presets if omitted")
     step_overhead: Seconds = assumed_field(
         DLIO_STEP_OVERHEAD_SECONDS, low=0.16e-3, high=0.64e-3, shape="log-uniform", ge=0,
