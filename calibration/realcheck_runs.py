@@ -130,7 +130,7 @@ def _null_rank_times(dlio_bundle: Path, batch: int = 1) -> list[tuple[int, float
         if len(load) < 2 or len(proc) != len(load) or not throughput:
             continue
         loop_s = sum(p - q for p, q in zip(proc[1:], load[1:], strict=True)) / (len(proc) - 1)
-        outside_s = max(0.0, len(proc) * batch / float(throughput) - sum(proc))
+        outside_s = _outside_steps_seconds(len(proc), batch, float(throughput), sum(proc))
         out.append((len(proc), float(load[0]), loop_s, outside_s, sum(load[1:]) / (len(load) - 1)))
     if not out:
         raise bundle.BundleError(f"bundle {dlio_bundle}: raw/*_output.json hold no per-step timings of a training block")
@@ -174,10 +174,12 @@ def loader_start_seconds(null_runs: list[Path]) -> dict[str, float]:
     The check's first null runs start slowest (0.41 s against 0.27-0.34 s for the later ones in the stored bundle,
     0.79 s against 0.58-0.71 s in the check of 2026-11-28), so a median over those alone sat above the scored runs'
     start-ups (0.30 s there; 0.61 s here, whose own first steps also load a batch)."""
-    starts = sorted(r[1] for d in null_runs for r in _null_rank_times(d))
+    import statistics
+
+    starts = [r[1] for d in null_runs for r in _null_rank_times(d)]
     if not starts:
         raise bundle.BundleError("null runs: no per-step timings to take the loader's start-up from")
-    return {"loader_start_seconds": (starts[(len(starts) - 1) // 2] + starts[len(starts) // 2]) / 2.0}
+    return {"loader_start_seconds": statistics.median(starts)}
 
 
 def handover_seconds(sleep_runs: list[Path]) -> dict[str, float]:
@@ -294,6 +296,12 @@ def barrier_seconds_per_step(ranks: list[dict[str, str]], batch: int) -> float |
         n, proc, rate = int(r.get("steps") or 0), _float(r.get("proc_seconds")), _float(r.get("throughput_samples_per_second"))
         if not n or proc is None or not rate:
             return None
-        total += max(0.0, n * batch / rate - proc)
+        total += _outside_steps_seconds(n, batch, rate, proc)
         steps += n
     return total / steps if steps else None
+
+
+def _outside_steps_seconds(steps: int, batch: int, samples_per_second: float, proc_seconds: float) -> float:
+    """A rank's block time outside its steps: DLIO's throughput is steps x batch / the block's time (statscounter), so
+    the block lasts steps x batch / throughput, of which its steps took proc_seconds."""
+    return max(0.0, steps * batch / samples_per_second - proc_seconds)

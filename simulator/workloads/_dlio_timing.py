@@ -453,7 +453,8 @@ class _Training:
         if self.path.tensorflow:
             # tf.data: the rank's parallel reads feed one pipeline; the next batch is whichever is ready first
             queues = [simpy.Store(env)]
-            slots = [simpy.Container(env, init=threads * max(1, prefetch), capacity=threads * max(1, prefetch))]
+            ahead = threads * max(1, prefetch)
+            slots = [simpy.Container(env, init=ahead, capacity=ahead)]
             counter = [0]
             for _ in range(threads):
                 env.process(self.worker(rank, epoch, queues[0], slots[0], counter, cached, start))
