@@ -284,6 +284,15 @@ def calibrated_field(default: float, prov: Provenance, **field_kwargs: Any) -> A
     return Field(default, json_schema_extra=FittedRange(prov, float(default)), **field_kwargs)
 
 
+class ConditionalRanges:
+    """A parameter model whose own settings decide which of its ranged fields (assumed_field, calibrated_field) a run
+    reads: a field the configuration leaves unread, or whose spread a fitted field it does read already holds, is not
+    drawn (drawing it would only add a dimension that moves nothing, or count one spread twice)."""
+
+    def fields_not_drawn(self) -> frozenset[str]:
+        return frozenset()
+
+
 def field_range(json_schema_extra: object) -> Range | None:
     """The range an `assumed_field` or a `calibrated_field` declared (pass the FieldInfo's json_schema_extra), or None."""
     return json_schema_extra.range if isinstance(json_schema_extra, AssumedRange | FittedRange) else None

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from iowatt.models import catalog
 from iowatt.models.provenance import Provenance
-from iowatt.models.uncertainty import Range, declared_constants, field_range, point_quantile, range_of
+from iowatt.models.uncertainty import ConditionalRanges, Range, declared_constants, field_range, point_quantile, range_of
 from iowatt.scenarios.ranges import Path, dotted, get_at, set_at
 from iowatt.scenarios.schema import ScenarioBase
 from iowatt.simulator.machine import CatalogOf
@@ -195,6 +195,8 @@ def _assumed_fields(scenario: ScenarioBase) -> Iterator[tuple[Path, Range, bool,
         info = type(model).model_fields.get(name)
         spread = None if info is None else field_range(info.json_schema_extra)
         if spread is None or name in model.model_fields_set or path[:1] == ("provenance",):
+            continue
+        if isinstance(model, ConditionalRanges) and name in model.fields_not_drawn():
             continue
         integer = isinstance(value, int) and not isinstance(value, bool)
         yield path, spread, integer, float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -74,7 +74,7 @@ from typing import Literal
 import simpy
 from iowatt.models import catalog
 from iowatt.models.compute import DlioStep
-from iowatt.models.uncertainty import assumed_field, calibrated_field
+from iowatt.models.uncertainty import ConditionalRanges, assumed_field, calibrated_field
 from iowatt.models.units import Bytes, Seconds
 from iowatt.simulator.flows import FlowEngine
 from iowatt.simulator.system import SystemRuntime
@@ -166,7 +166,7 @@ def accelerator_step(accelerator: str, model: str) -> DlioStep | None:
     return catalog.gpu_spec(name).dlio_steps.get(model)
 
 
-class DlioParams(BaseModel):
+class DlioParams(BaseModel, ConditionalRanges):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["dlio"] = "dlio"
@@ -348,6 +348,32 @@ class DlioParams(BaseModel):
                              f"found accelerator {self.accelerator!r}: give computation_time and batch_size")
         return self
 
+    def _loop(self) -> Literal["tensorflow", "unet3d", "stated"]:
+        """Which loop runs outside wait and compute: TensorFlow's; unet3d's as submitters' clients run it, unless the
+        scenario states its own (check-machine's measured loop); else step_overhead (the development VM's PyTorch loop
+        where unset)."""
+        if (self.framework or PRESETS.get(self.model, CUSTOM_DEFAULTS).framework) == "tensorflow":
+            return "tensorflow"
+        if self.model == "unet3d" and "step_overhead" not in self.model_fields_set:
+            return "unet3d"
+        return "stated"
+
+    def fields_not_drawn(self) -> frozenset[str]:
+        """The loops this configuration does not run, and, where a fitted loop applies, what its fit already holds.
+        The TensorFlow and unet3d loops and their spreads are fitted on all of a step's time outside compute on
+        submitters' clients at idle storage (_dlio_timing): the hand-over and the loader's stalls are in them, so
+        handover_seconds or loader_cost_cv drawn beside them counts that time twice.  step_overhead is never drawn
+        there: a value set for it is a stated loop, which replaces the fitted one (resolved)."""
+        tf = {"tf_step_overhead", "tf_step_overhead_sd"}
+        unet3d = {"unet3d_step_overhead", "unet3d_step_overhead_sd"}
+        held_by_fit = {"step_overhead", "handover_seconds", "loader_cost_cv"}
+        loop = self._loop()
+        if loop == "tensorflow":
+            return frozenset(held_by_fit | unet3d)
+        if loop == "unet3d":
+            return frozenset(held_by_fit | tf)
+        return frozenset(tf | unet3d)
+
     def resolved(self, ram_bytes: float) -> DlioConfig:
         p = PRESETS.get(self.model, CUSTOM_DEFAULTS)
         record = self.record_length if self.record_length is not None else p.record_length
@@ -365,11 +391,10 @@ class DlioParams(BaseModel):
         comp = self.computation_time if self.computation_time is not None else step.computation_time_s if step else 0.0
         batch = self.batch_size if self.batch_size is not None else step.batch_size if step else 1
         framework = self.framework or p.framework
-        # the loop outside wait and compute: TensorFlow's; unet3d's as submitters' clients run it, unless the scenario
-        # states its own (check-machine's measured loop); else the PyTorch loop measured on the development VM
-        if framework == "tensorflow":
+        loop = self._loop()
+        if loop == "tensorflow":
             loop_s, loop_sd_s = float(self.tf_step_overhead), float(self.tf_step_overhead_sd)
-        elif self.model == "unet3d" and "step_overhead" not in self.model_fields_set:
+        elif loop == "unet3d":
             loop_s, loop_sd_s = float(self.unet3d_step_overhead), float(self.unet3d_step_overhead_sd)
         else:
             loop_s, loop_sd_s = float(self.step_overhead), 0.0
