@@ -301,7 +301,12 @@ def barrier_seconds_per_step(ranks: list[dict[str, str]], batch: int) -> float |
     return total / steps if steps else None
 
 
+def dlio_block_seconds(steps: int, batch: int, samples_per_second: float) -> float:
+    """A rank's block time as DLIO's throughput implies it: DLIO reports steps x batch / the block's time
+    (utils/statscounter.py compute_metrics_train), so the block lasted steps x batch / throughput."""
+    return steps * batch / samples_per_second
+
+
 def _outside_steps_seconds(steps: int, batch: int, samples_per_second: float, proc_seconds: float) -> float:
-    """A rank's block time outside its steps: DLIO's throughput is steps x batch / the block's time (statscounter), so
-    the block lasts steps x batch / throughput, of which its steps took proc_seconds."""
-    return max(0.0, steps * batch / samples_per_second - proc_seconds)
+    """A rank's block time outside its steps, of which its steps took proc_seconds."""
+    return max(0.0, dlio_block_seconds(steps, batch, samples_per_second) - proc_seconds)

@@ -23,6 +23,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from iowatt.calibration.realcheck_runs import dlio_block_seconds
+
 
 @dataclass(frozen=True)
 class EpochSplit:
@@ -45,7 +47,7 @@ def split_epoch(ranks: list[dict[str, object]], batch: int, block: str = "block1
     steps = min(len(p) for p in procs)
     if steps < 2:
         raise ValueError(f"an epoch needs at least two steps a rank, found {steps}")
-    blocks = [len(p) * batch / float(r["throughput"][block]) for p, r in zip(procs, ranks, strict=True)]  # type: ignore[index]
+    blocks = [dlio_block_seconds(len(p), batch, float(r["throughput"][block])) for p, r in zip(procs, ranks, strict=True)]  # type: ignore[index]
     firsts = [p[0] for p in procs]
     later_sum = statistics.fmean(sum(p[1:steps]) for p in procs)
     slowest_sum = sum(max(p[s] for p in procs) for s in range(1, steps))

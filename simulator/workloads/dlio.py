@@ -348,11 +348,14 @@ class DlioParams(BaseModel, ConditionalRanges):
                              f"found accelerator {self.accelerator!r}: give computation_time and batch_size")
         return self
 
+    def _framework(self) -> Framework:
+        return self.framework or PRESETS.get(self.model, CUSTOM_DEFAULTS).framework
+
     def _loop(self) -> Literal["tensorflow", "unet3d", "stated"]:
         """Which loop runs outside wait and compute: TensorFlow's; unet3d's as submitters' clients run it, unless the
         scenario states its own (check-machine's measured loop); else step_overhead (the development VM's PyTorch loop
         where unset)."""
-        if (self.framework or PRESETS.get(self.model, CUSTOM_DEFAULTS).framework) == "tensorflow":
+        if self._framework() == "tensorflow":
             return "tensorflow"
         if self.model == "unet3d" and "step_overhead" not in self.model_fields_set:
             return "unet3d"
@@ -390,7 +393,7 @@ class DlioParams(BaseModel, ConditionalRanges):
         step = accelerator_step(self.accelerator, self.model)
         comp = self.computation_time if self.computation_time is not None else step.computation_time_s if step else 0.0
         batch = self.batch_size if self.batch_size is not None else step.batch_size if step else 1
-        framework = self.framework or p.framework
+        framework = self._framework()
         loop = self._loop()
         if loop == "tensorflow":
             loop_s, loop_sd_s = float(self.tf_step_overhead), float(self.tf_step_overhead_sd)
