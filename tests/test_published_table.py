@@ -50,6 +50,8 @@ KNOWN_MISSES = {"m9550.gnn.iops_vs_cm7r", "m9550.gnn.iops_vs_pm1743", "m9550.gnn
 KNOWN_MISSES |= {"mlps1.mn.ddn.cosmoflow.a100", "mlps.6500.cosmoflow.a100"}
 # issue 31: public multi-node MLPerf Storage v1.0 closed rows (mlcommons/storage_results_v1.0), not in the shared reference
 PUBLIC_MULTINODE_PREFIX = "mlps1.mn."
+# the open division's pair of the same 411 ranks with and without DLIO's per-step barrier (Volumez)
+PUBLIC_OPEN_PREFIX = "mlps1.open."
 # Issue 35: Solidigm's GDS page states no gdsio options; at the assumed four threads (NVIDIA's GDS-on-NVMe walk-through)
 # the P5520 serves 64 KiB and 128 KiB reads at too low a depth; the assumed range's high end (16 threads) meets them.
 KNOWN_MISSES |= {"sol.gds.p5520.64k", "sol.gds.p5520.128k"}
@@ -112,6 +114,8 @@ def test_table_covers_every_published_measurement_with_its_value_and_unit():
         assert (row.ratio is not None) == is_ratio, mid
     public = {rid for rid, row in rows.items()
               if rid.startswith(PUBLIC_MULTINODE_PREFIX) and "mlcommons/storage_results_v1.0 Closed/" in row.source}
+    public |= {rid for rid, row in rows.items()
+               if rid.startswith(PUBLIC_OPEN_PREFIX) and "storage_results_v1.0 Open/Volumez" in row.source}
     public |= {rid for rid, row in rows.items()
                if rid.startswith(PUBLIC_ARRAYS_PREFIX) and any(src in row.source for src in PUBLIC_ARRAYS_SOURCES)}
     bam = {rid for rid, row in rows.items() if rid.startswith(PUBLIC_BAM_PREFIX) and "ZaidQureshi/bam, asplosaoe/" in row.source}
@@ -240,8 +244,8 @@ def test_headline_is_computed_from_the_predicted_rows(report):
     # 5: Solidigm's GDS page; 20: issue 31's multi-node MLPerf Storage v1.0 rows; 10 + 9: issue 30's array and NFS rows;
     # 2: BaM's block benchmark on the 980 PRO (branch gds); 2: the 6550 ION's measured 16K random-write power and
     # throughput (S08, branch power); 2: gdsio from four D7-PS1010 into one and four L40S (a public GDS benchmark
-    # report, branch gds)
-    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2 + 2 + 2
+    # report, branch gds); 3: Volumez's open pair with and without the per-step barrier and their ratio
+    assert headline["n"] == len(predicted) == 24 + 21 + 2 + 5 + 20 + 10 + 9 + 2 + 2 + 2 + 3
     assert headline["median_abs_error"] == pytest.approx(statistics.median(errors))
     assert headline["max_abs_error"] == pytest.approx(max(errors))
     assert headline["n_within"] == sum(1 for r in predicted if abs(r.error) <= r.tolerance)

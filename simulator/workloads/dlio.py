@@ -55,7 +55,8 @@ runs MLPerf Storage's count rests on.  The first step's wait is left out of AU, 
 
 Every step ends at an MPI barrier across the ranks (DLIO's _train calls comm.barrier() after each step's compute,
 its stand-in for the all-reduce), so one rank's slow batch (a larger batch under record_length_stdev, a slower
-worker under loader_cost_cv) is every rank's wait.  odirect (DLIO reader.odirect; in MLPerf Storage v2.0+ a
+worker under loader_cost_cv) is every rank's wait; `step_barrier: false` lets each rank run at its own pace (DLIO
+with that line commented out, as Volumez's open MLPerf Storage v1.0 submission ran it).  odirect (DLIO reader.odirect; in MLPerf Storage v2.0+ a
 CLOSED tunable for unet3d only, which the benchmark's configs leave false) reads with O_DIRECT: whole 4 KiB
 blocks, no page-cache page per byte but the reader's copy into the sample's array, and no epoch served from the
 page cache.
@@ -316,6 +317,10 @@ class DlioParams(BaseModel, ConditionalRanges):
         default=False, description="a rank that reaches the step's barrier first polls on a core until the last arrives "
         "(OpenMPI's MPI_Barrier busy-waits when the node is not oversubscribed), taking CPU from the loader workers; it "
         "matters only where the ranks and their workers contend for the host's cores (check-machine's 2-core runs)")
+    step_barrier: bool = Field(
+        default=True, description="every step ends at comm.barrier() across the ranks, as DLIO's training loop does (its "
+        "stand-in for the all-reduce), so each step waits for the slowest rank; false: each rank runs at its own pace, as "
+        "Volumez's open submission of MLPerf Storage v1.0 ran DLIO (the loop's comm.barrier() commented out)")
     page_cache: bool = Field(default=True, description="serve epochs after the first from DRAM when the dataset fits")
     page_cache_fraction: float = Field(default=0.8, gt=0, le=1, description="share of host memory the page cache may hold")
     use_gpus: bool = Field(default=False, description="compute on the system's GPUs instead of sleeping (DLIO sleeps)")
@@ -425,6 +430,7 @@ class DlioParams(BaseModel, ConditionalRanges):
             odirect=self.odirect,
             loader_cost_cv=float(self.loader_cost_cv),
             barrier_spin=self.barrier_spin,
+            step_barrier=self.step_barrier,
             transfer_size=float(self.transfer_size),
             prefetch_size=self.prefetch_size,
             dram_bytes_per_byte=float(self.dram_bytes_per_byte),
