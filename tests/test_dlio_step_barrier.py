@@ -2,9 +2,9 @@
 
 Oracles: an independent Monte-Carlo (numpy, not the flow engine) of n ranks whose loop time per step is a normal
 floored at zero: with the barrier a step costs the compute plus the largest of the n ranks' loops (order statistics);
-without it each rank pays its own, so AU is the renewal-reward ratio c / (c + E[loop]) whatever n is.  And the
-published pair the option exists for: Volumez's two runs of 411 H100 ranks on 137 hosts, the same system with and
-without the barrier (scenarios/validation/published.yaml, arrays of the open division are not in any fit).
+without it each rank pays its own, so AU is the renewal-reward ratio c / (c + E[loop]) whatever n is.  The published
+pair the option exists for (Volumez's 411 H100 ranks with and without the barrier) is a row of the validation table
+(mlps1.open.volumez.*), scored with the rest by tests/test_published_table.py.
 """
 
 from __future__ import annotations
