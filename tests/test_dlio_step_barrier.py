@@ -17,6 +17,8 @@ from iowatt.simulator.run import simulate
 
 from tests.test_workload_dlio import _custom, _system
 
+COMPUTE_S = 20e-3  # each step's compute: long beside the loop, so the AUs differ by the loop's order statistic
+
 
 @settings(max_examples=6, deadline=None)
 @given(n=st.integers(2, 48), sd_ms=st.floats(0.5, 4.0))
@@ -25,7 +27,7 @@ def test_without_the_barrier_a_rank_pays_only_its_own_loop(n, sd_ms):
     """With idle storage and the loop spreading from step to step, n ranks without the barrier reach the one-rank AU
     c / (c + E[max(0, loop)]) (renewal-reward, the referee's mean over 200,000 draws), within 2 %; with the barrier they
     pay E[max of n] (referee: the mean largest of n draws), and the gap between the two runs is that order statistic's."""
-    c, mu, sd = 20e-3, 4e-3, sd_ms * 1e-3
+    c, mu, sd = COMPUTE_S, 4e-3, sd_ms * 1e-3
     rng = np.random.default_rng(5)
     own = np.maximum(0.0, rng.normal(mu, sd, 200_000)).mean()
     slowest = np.maximum(0.0, rng.normal(mu, sd, (20_000, n))).max(axis=1).mean()
@@ -39,8 +41,7 @@ def test_without_the_barrier_a_rank_pays_only_its_own_loop(n, sd_ms):
 
 def _tf_like(n: int, mu: float, sd: float, barrier: bool, steps: int = 200) -> dict[str, float]:
     """A TensorFlow loop states its spread (tf_step_overhead_sd): n ranks of 4 KiB samples, storage idle."""
-    c = 20e-3
-    p = _custom(record_length=4096, batch_size=1, computation_time=c, num_files=n * steps, accelerators=n,
+    p = _custom(record_length=4096, batch_size=1, computation_time=COMPUTE_S, num_files=n * steps, accelerators=n,
                 framework="tensorflow", format="tfrecord", tf_step_overhead=mu, tf_step_overhead_sd=sd, read_threads=2,
                 prefetch_size=4, step_barrier=barrier)
     return simulate(_system(), p, seed=7).metrics
