@@ -39,8 +39,11 @@ def test_without_the_barrier_a_rank_pays_only_its_own_loop(n, sd_ms):
     assert held["train_au_percentage"] < free["train_au_percentage"]
 
 
-def _tf_like(n: int, mu: float, sd: float, barrier: bool, steps: int = 200) -> dict[str, float]:
-    """A TensorFlow loop states its spread (tf_step_overhead_sd): n ranks of 4 KiB samples, storage idle."""
+def _tf_like(n: int, mu: float, sd: float, barrier: bool) -> dict[str, float]:
+    """A TensorFlow loop states its spread (tf_step_overhead_sd): n ranks of 4 KiB samples, storage idle.  Steps enough
+    that the run's own draws pin the mean slowest loop: 2,000 for two ranks (at 200, one seed's draws alone sat 2.3 %
+    off the referee at a 4 ms spread), fewer where more ranks' maximum spreads less (at least 100)."""
+    steps = max(100, 4000 // n)
     p = _custom(record_length=4096, batch_size=1, computation_time=COMPUTE_S, num_files=n * steps, accelerators=n,
                 framework="tensorflow", format="tfrecord", tf_step_overhead=mu, tf_step_overhead_sd=sd, read_threads=2,
                 prefetch_size=4, step_barrier=barrier)
