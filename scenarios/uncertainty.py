@@ -21,6 +21,11 @@
           each input's whole range) is sampled instead of the engine; shares are each effect's variance.  Exact for an
           additive response, blind to interactions (two inputs that only matter together); cheap enough for tables
           of many slow runs (the default of `validate` and `reproduce`).
+   Either way the inputs screening left at their values still count: each has its two screening runs, so its
+   piecewise-linear effect is known at no further cost, and many inputs that each move an output by less than
+   `screen` can together move it by more.  oat sums every screened input's effect; sobol adds the effects of the
+   inputs it does not sample to each design row (drawn once per row of A and of B, the same draw for A and its
+   A_B^i rows, as a column that is never swapped), so the interval carries them and the total effects are unchanged.
 Runs go to any `concurrent.futures.Executor` (scenarios.executors: processes or Dask), in chunks.  A run that fails
 is counted and its reason kept, never dropped silently.
 """
@@ -131,19 +136,55 @@ class Propagation:
         return self.runs > 0 and self.failed / self.runs > self.settings.max_failed_share
 
     def values(self, of: Callable[[list[Outputs]], float]) -> list[float]:
-        """`of(outputs of each scenario)` in every design row (NaN where a run failed or `of` cannot be formed)."""
+        """`of(outputs of each scenario)` in every design row (NaN where a run failed or `of` cannot be formed), with the
+        effects of the screened inputs the design does not sample added (`_unsampled`)."""
         out = []
         for row in self.rows:
             try:
                 out.append(float(of(row)) if row is not None else math.nan)
             except (KeyError, ZeroDivisionError, ValueError, IndexError):
                 out.append(math.nan)
-        return out
+        residual = self._unsampled(of)
+        return [v + r for v, r in zip(out, residual, strict=True)] if residual else out
+
+    def screened(self) -> list[UncertainInput]:
+        """Every input with its two screening runs (inert inputs, which no output reads, and failed ones have none)."""
+        return [i for i in self.inputs if i.key in self.oat]
+
+    def _effects(self, items: list[UncertainInput], of: Callable[[list[Outputs]], float], base: float) -> list[_Effect]:
+        effects = []
+        for item in items:
+            low, high = self.oat[item.key]
+            try:
+                effects.append(_Effect(item.nominal_quantile(), of(low), base, of(high)))
+            except (KeyError, ZeroDivisionError, ValueError, IndexError):
+                effects.append(_Effect(item.nominal_quantile(), base, base, base))
+        return effects
+
+    def _unsampled(self, of: Callable[[list[Outputs]], float]) -> list[float]:
+        """sobol: for each design row, the summed effects of the screened inputs left out of the design (empty when there
+        are none).  A row of A and its A_B^i rows share one draw, B's rows have their own (the Saltelli layout of a column
+        that is never swapped), from a Latin hypercube seeded apart from the design's."""
+        sampled = {i.key for i in self.kept}
+        items = [i for i in self.screened() if i.key not in sampled]
+        m = self.settings.base_points
+        if not items or not self.rows:
+            return []
+        try:
+            base = of(self.base_outputs)
+        except (KeyError, ZeroDivisionError, ValueError, IndexError):
+            return []
+        import numpy as np
+
+        effects = self._effects(items, of, base)
+        draws = correlate(items, latin_hypercube(2 * m, len(items), self.seed + 1))
+        moves = sum(e.along(draws[:, i]) - e.along(np.array([e.nominal]))[0] for i, e in enumerate(effects))  # one per A, B row
+        return [float(moves[r] if r < 2 * m else moves[(r - 2 * m) % m]) for r in range(len(self.rows))]
 
     def interval(self, of: Callable[[list[Outputs]], float], point: float) -> Interval:
         """The quantity's median and central interval over the sample (`point`, the given values' run, when nothing is
         uncertain or every run failed)."""
-        if self.settings.method == "oat":
+        if self.settings.method == "oat" or not self.rows:  # sobol with nothing to sample: the screened inputs' sum
             sample = self._surrogate(of)[0]
             return interval(sample, self.settings.level) if sample else Interval(point, point, point)
         finite = [v for v in self.values(of) if math.isfinite(v)]
@@ -153,7 +194,7 @@ class Propagation:
         """(input path, share of the quantity's spread), largest first: normalised Sobol' total effects (sobol) or each
         input's share of the additive surrogate's variance (oat)."""
         if self.settings.method == "oat":
-            totals, items = self._surrogate(of)[1], [i for i in self.kept if i.key in self.oat]
+            totals, items = self._surrogate(of)[1], self.screened()
         else:
             k, m = len(self.ranked), self.settings.base_points
             if k == 0 or not self.rows:
@@ -164,26 +205,18 @@ class Propagation:
         return [(path, share) for path, share in ranked if share > 0]
 
     def _surrogate(self, of: Callable[[list[Outputs]], float]) -> tuple[list[float], list[float]]:
-        """(a sample of the additive surrogate, the variance of each kept input's effect): oat's interval and shares."""
+        """(a sample of the additive surrogate, the variance of each screened input's effect): oat's interval and shares."""
         try:
             base = of(self.base_outputs)
         except (KeyError, ZeroDivisionError, ValueError, IndexError):
             return [], []
-        effects = []
-        for item in self.kept:
-            if item.key not in self.oat:
-                continue
-            low, high = self.oat[item.key]
-            try:
-                effects.append(_Effect(item.nominal_quantile(), of(low), base, of(high)))
-            except (KeyError, ZeroDivisionError, ValueError, IndexError):
-                effects.append(_Effect(item.nominal_quantile(), base, base, base))
+        drawn = self.screened()
+        effects = self._effects(drawn, of, base)
         if not effects:
             return [base], []
         import numpy as np
 
         if self._draws is None or self._draws.shape[1] != len(effects):
-            drawn = [i for i in self.kept if i.key in self.oat]
             self._draws = correlate(drawn, latin_hypercube(SURROGATE_DRAWS, len(effects), self.seed))
         moves = np.column_stack([e.along(self._draws[:, i]) - e.along(np.array([e.nominal]))[0] for i, e in enumerate(effects)])
         return (base + moves.sum(axis=1)).tolist(), moves.var(axis=0).tolist()

@@ -20,6 +20,7 @@ from iowatt.models.uncertainty import Range
 from iowatt.scenarios.interval_stats import covered, interval, interval_score, jansen_total_effects
 from iowatt.scenarios.loader import ScenarioError, load
 from iowatt.scenarios.ranges import parse_range_text
+from iowatt.scenarios.uncertain_inputs import UncertainInput
 from iowatt.scenarios.uncertainty import Propagation, Settings, UncertaintyError, propagate, saltelli_design, summarise
 from typer.testing import CliRunner
 
@@ -249,3 +250,61 @@ def test_only_ranked_inputs_get_a_matrix_and_the_sample_count_says_so() -> None:
         for name, value in base.items():
             largest = max(abs(result.oat[j.key][1][0][name] - result.oat[j.key][0][0][name]) for j in result.kept)
             assert abs(high[0][name] - low[0][name]) <= RANK_SWING * largest + 1e-12 * max(1.0, abs(value))
+
+
+def _many_small_inputs(k: int, step: float) -> tuple[list[UncertainInput], dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]], float]:
+    """k inputs uniform on [0, 1], y = 100 + step x sum(x): each one's 5 %-95 % swing is 0.9 step % of y, under the
+    screening's 0.5 % for the steps used; their screening runs (the others at their nominal 0.5)."""
+    items = [UncertainInput(key=f"constant:toy.x{i:02d}", path=f"toy.x{i:02d}", range=Range(0.0, 1.0), kind="constant", nominal=0.5)
+             for i in range(k)]
+    base = 100.0 + step * 0.5 * k
+    ends = {item.key: ([{"y": base + step * (0.05 - 0.5)}], [{"y": base + step * (0.95 - 0.5)}]) for item in items}
+    return items, ends, base
+
+
+@pytest.mark.parametrize("method", ["oat", "sobol"])
+def test_inputs_below_the_screen_still_widen_the_interval(method: str) -> None:
+    """Oracle: a Monte-Carlo of the sum itself (numpy, independent uniform draws).  Twenty inputs that each move y by
+    0.27 % (under SCREEN_SHARE, so none is sampled) move it together by about +-0.6 %: the interval must be the sum's
+    5 % and 95 % quantiles, not the plain run's point (what dropping the screened-out inputs gave)."""
+    import numpy as np
+    from iowatt.scenarios.uncertainty import SCREEN_SHARE
+
+    k, step = 20, 0.3
+    items, ends, base = _many_small_inputs(k, step)
+    assert all(0.9 * step / base < SCREEN_SHARE for _ in items)
+    result = Propagation(Settings(method=method), items, [], {i.key: 0.9 * step / base for i in items}, [{}],
+                         base_outputs=[{"y": base}], oat=ends, seed=3)
+    got = result.interval(lambda row: row[0]["y"], base)
+    sums = 100.0 + step * np.random.default_rng(11).random((200_000, k)).sum(axis=1)
+    want_low, want_high = np.quantile(sums, [0.05, 0.95])
+    width = want_high - want_low
+    assert width > 0.01 * base  # about +-0.6 %: more than twice what any one input moves
+    assert abs(got.low - want_low) < 0.02 * width and abs(got.high - want_high) < 0.02 * width
+
+
+def test_a_sampled_design_carries_the_inputs_it_does_not_sample() -> None:
+    """Oracle: a Monte-Carlo of y = 100 + 2 x0 + 0.3 (x1 + ... + x20), all uniform on [0, 1].  The design samples x0
+    (its rows computed from the Saltelli design's quantiles, as the engine would give them); the twenty small inputs
+    are left to their screening runs and must still be in the interval: its ends within 3 % of the width of the
+    referee's (the design's 2 x 512 rows resolve the quantiles to about that)."""
+    import numpy as np
+
+    k, step, m = 20, 0.3, 512
+    small, ends, base = _many_small_inputs(k, step)
+    big = UncertainInput(key="constant:toy.big", path="toy.big", range=Range(0.0, 1.0), kind="constant", nominal=0.5)
+    base += 2.0 * 0.5
+    ends = {key: ([{"y": lo[0]["y"] + 1.0}], [{"y": hi[0]["y"] + 1.0}]) for key, (lo, hi) in ends.items()}
+    ends[big.key] = ([{"y": base + 2.0 * (0.05 - 0.5)}], [{"y": base + 2.0 * (0.95 - 0.5)}])
+    result = Propagation(Settings(method="sobol", samples=m), [big, *small], [big], {}, [{}], base_outputs=[{"y": base}],
+                         oat=ends, seed=3)
+    design = saltelli_design(1, m, seed=3, mixed=[])
+    result.rows = [[{"y": base + 2.0 * (u[0] - 0.5)}] for u in design]
+    got = result.interval(lambda row: row[0]["y"], base)
+    rng = np.random.default_rng(12)
+    sums = 100.0 + 2.0 * rng.random(400_000) + step * rng.random((400_000, k)).sum(axis=1)
+    want_low, want_high = np.quantile(sums, [0.05, 0.95])
+    width = want_high - want_low
+    assert abs(got.low - want_low) < 0.03 * width and abs(got.high - want_high) < 0.03 * width
+    plain = np.quantile([base + 2.0 * (u[0] - 0.5) for u in design], [0.05, 0.95])
+    assert (want_high - want_low) - (plain[1] - plain[0]) > 0.1 * width  # the small inputs are what the check can see
