@@ -192,6 +192,27 @@ def handover_seconds(sleep_runs: list[Path]) -> dict[str, float]:
     return {"handover_seconds": sum(r[4] for r in rows) / len(rows)}
 
 
+# The facts the null runs give the model (overheads, handover_seconds, loader_start_seconds).
+PROBE_FACTS = ("step_overhead_seconds", "epoch_overhead_seconds", "loader_seconds_per_sample", "handover_seconds", "loader_start_seconds")
+
+
+def probe_facts(short: list[Path], long: list[Path], batched: list[Path], sleeping: list[Path], cores: int) -> dict[str, float]:
+    """DLIO's own costs on this machine from one set of null runs (each list: the run directories of one null run's
+    repeats, in null_runs' order)."""
+    return {**overheads(short, long, batched, cores), **handover_seconds(sleeping), **loader_start_seconds(short + long + batched + sleeping)}
+
+
+def probe_drift(before: dict[str, float], after: dict[str, float]) -> dict[str, dict[str, float]]:
+    """How far each probe fact moved between the null runs made before the scored runs and those made after them:
+    {fact: {"before", "after", "change"}}, change relative to before (0 where before is 0)."""
+    out = {}
+    for key in PROBE_FACTS:
+        if key in before and key in after:
+            b, a = float(before[key]), float(after[key])
+            out[key] = {"before": b, "after": a, "change": (a - b) / b if b else 0.0}
+    return out
+
+
 def run_set(scratch: Path, quick: bool = False) -> list[RunSpec]:
     """The check's runs.  Sizes: a few GB of checkpoints in all, datasets of a few hundred MiB (read once per run
     after the page cache is dropped); 2 ranks, the machine's cores.  `quick` keeps one checkpoint and one training

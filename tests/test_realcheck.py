@@ -197,3 +197,23 @@ def test_a_profile_given_with_a_check_machine_bundle_is_refused_not_ignored(tmp_
     result = _invoke("validate", "--bundle", str(FIXTURE), "--profile", chosen)
     assert result.exit_code == 2 and f"--profile {chosen}" in result.stderr and "Traceback" not in result.output, result.output
     assert result.stdout == ""
+
+
+def test_probes_before_and_after_the_runs_are_reported(tmp_path: Path):
+    """A full check runs the null runs again after the scored runs; the bundle keeps both sets' facts and the table says
+    how far each moved (probe_drift: after relative to before), naming that the predictions use both."""
+    from iowatt.calibration.realcheck_runs import PROBE_FACTS, probe_drift
+
+    before = {k: 1.0 for k in PROBE_FACTS} | {"step_overhead_seconds": 0.002}
+    after = {k: 1.5 for k in PROBE_FACTS} | {"step_overhead_seconds": 0.001}
+    drift = probe_drift(before, after)
+    assert drift["step_overhead_seconds"] == {"before": 0.002, "after": 0.001, "change": -0.5}
+    assert drift["loader_start_seconds"]["change"] == pytest.approx(0.5)
+    copy = _copy(tmp_path)
+    manifest = load(copy)
+    finalize(copy, manifest.model_copy(update={"machine": {**manifest.machine, "probes_drift": drift}}))
+    result = _invoke("validate", "--bundle", str(copy))
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "null runs before -> after the scored runs (the predictions use both)" in text
+    assert "loop per step 2.00 -> 1.00 ms (-50%)" in text and "loader start 1.00 -> 1.50 s (+50%)" in text

@@ -71,8 +71,9 @@ def _check_places(out: Path, scratch: Path, need_bytes: float) -> None:
         raise UserError(f"--output {out}: expected a writable parent directory, found {parent} {'read-only' if parent.is_dir() else 'missing'}")
 
 
-def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool]) -> list[str]:
-    """Generate the run's data once (training), then run it `repeats` times through `collect dlio`'s runner."""
+def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool], first: int = 0) -> list[str]:
+    """Generate the run's data once (training), then run it `repeats` times through `collect dlio`'s runner (into
+    dlio/NAME/r{first}, r{first + 1}, ...)."""
     import yaml
 
     from iowatt.calibration import dlio
@@ -89,14 +90,14 @@ def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], rep
     config = configs / f"{spec.name}.yaml"
     config.write_text(yaml.safe_dump(spec.workload, sort_keys=False))
     done = []
-    for k in range(repeats):
+    for k in range(first, first + repeats):
         if spec.kind == "checkpoint":
             shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)  # each repeat writes new files, as the first did
         caches.append(drop_caches())
         relative = f"dlio/{spec.name}/r{k}"
         dlio.run(config, work / relative, ranks=spec.ranks, env=env)
         done.append(relative)
-        _say(f"  {spec.name} repeat {k + 1}/{repeats} done")
+        _say(f"  {spec.name} repeat {k + 1 - first}/{repeats} done")
     shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)
     shutil.rmtree(scratch / "data" / spec.name, ignore_errors=True)
     return done
@@ -107,7 +108,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     from iowatt.calibration.host_probe import probe
     from iowatt.calibration.plan import load_plan
     from iowatt.calibration.realcheck_bundle import FORMAT, VERSION, RealcheckManifest, RunRecord
-    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, handover_seconds, loader_start_seconds, machine_facts, null_runs, overheads
+    from iowatt.calibration.realcheck_runs import FSYNC_MODULE, FSYNC_PLUGIN, PROBE_FACTS, machine_facts, null_runs, probe_drift, probe_facts
     from iowatt.calibration.runner import collect
     from iowatt.commands.ssd_profile import as_user_error, fit_ssd
     from iowatt.scenarios.realcheck_predict import predict, workload_for
@@ -121,10 +122,9 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     _say("(c) probe the host: page-cache writes, cold reads and npz loads (host_probe), DLIO's own costs (null runs)")
     records = tuple(int(r.workload["dataset"]["record_length"]) for r in runs if r.kind == "training")  # type: ignore[index]
     facts: dict[str, Any] = {**machine_facts(), **probe(scratch, records=records)}
-    short, long, batched, sleeping = ([work / d for d in _run_dlio(spec, work, scratch, env, 1 if quick else 2, [])] for spec in null_runs(scratch))
-    facts.update(overheads(short, long, batched, int(facts["cores"])))
-    facts.update(handover_seconds(sleeping))
-    facts.update(loader_start_seconds(short + long + batched + sleeping))
+    null_repeats, cores = 1 if quick else 2, int(facts["cores"])
+    before = [[work / d for d in _run_dlio(spec, work, scratch, env, null_repeats, [])] for spec in null_runs(scratch)]
+    facts.update(probe_facts(*before, cores))
     try:  # the trainer's CPU in the hand-over, with DLIO's own PyTorch
         facts.update(handover_cpu(dlio_python(Path(shutil.which("dlio_benchmark", path=env.get("PATH")) or "dlio_benchmark"))))
     except HandoverProbeError as error:
@@ -146,6 +146,14 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
         dlio_dirs = _run_dlio(spec, work, scratch, env, repeats, caches)
         records.append(RunRecord(name=spec.name, kind=spec.kind, ranks=spec.ranks, fsync=spec.fsync, checkpoints=spec.checkpoints,
                                  workload=spec.workload, dlio=dlio_dirs))
+    if not quick:
+        # the null runs again after the scored runs: the machine's pace moves over minutes (docs/realcheck.md), so the
+        # model's inputs are the probes on both sides of the runs it predicts, and how far they moved is kept
+        _say("(f) the null runs again, after the scored runs")
+        after = [[work / d for d in _run_dlio(spec, work, scratch, env, null_repeats, [], first=null_repeats)] for spec in null_runs(scratch)]
+        facts["probes_before"] = {k: facts[k] for k in PROBE_FACTS}
+        facts["probes_drift"] = probe_drift(facts["probes_before"], probe_facts(*after, cores))
+        facts.update(probe_facts(*(b + a for b, a in zip(before, after, strict=True)), cores))
     from iowatt.calibration.bundle import now_iso
 
     return RealcheckManifest(format=FORMAT, version=VERSION, created=now_iso(), machine={**facts, "quick": quick}, caches_dropped=all(caches),
@@ -171,6 +179,11 @@ def score(root: Path, manifest: RealcheckManifest) -> dict[str, Any]:
             "predictions_as_made": manifest.predictions}
 
 
+_PROBE_LABELS = {"step_overhead_seconds": ("loop per step", 1e3, "ms"), "handover_seconds": ("hand-over", 1e3, "ms"),
+                 "loader_seconds_per_sample": ("loader per 4 KiB sample", 1e3, "core-ms"),
+                 "loader_start_seconds": ("loader start", 1.0, "s"), "epoch_overhead_seconds": ("block once", 1.0, "s")}
+
+
 def render_score(report: dict[str, Any]) -> str:
     from iowatt.output.tables import Table, format_number, render
 
@@ -184,6 +197,11 @@ def render_score(report: dict[str, Any]) -> str:
     load = report["machine"].get("loadavg_1min")
     if load is not None:
         notes.append(f"load average {load:.1f} on {report['machine'].get('cores')} cores as the probes began (the model assumes DLIO alone on them)")
+    drift = report["machine"].get("probes_drift") or {}
+    if drift:
+        moved = ", ".join(f"{label} {d['before'] * scale:.2f} -> {d['after'] * scale:.2f} {unit} ({d['change']:+.0%})"
+                          for key, (label, scale, unit) in _PROBE_LABELS.items() if (d := drift.get(key)))
+        notes.append(f"DLIO's own costs, null runs before -> after the scored runs (the predictions use both): {moved}")
     for run in report["runs"]:
         if run["beyond_spread"]:
             moved = ", ".join(f"{k} {v:+.0%}" for k, v in run["time_change_when_doubled"].items())
