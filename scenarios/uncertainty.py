@@ -120,8 +120,9 @@ class Propagation:
 
     @property
     def samples(self) -> int:
-        """Engine runs the interval rests on: the design's rows (sobol) or the screening's (oat)."""
-        return self.screening_runs if self.settings.method == "oat" else len(self.rows)
+        """Engine runs the interval rests on: the design's rows (sobol) or the screening's (oat, and sobol with no input
+        to sample)."""
+        return self.screening_runs if self.settings.method == "oat" or not self.rows else len(self.rows)
 
     @property
     def failed(self) -> int:
