@@ -86,6 +86,7 @@ def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], rep
     if spec.generate:
         generate = configs / f"{spec.name}_generate.yaml"
         generate.write_text(yaml.safe_dump(spec.generate, sort_keys=False))
+        shutil.rmtree(scratch / "generated" / spec.name, ignore_errors=True)  # a null run's second set generates anew
         dlio.launch(generate, scratch / "generated" / spec.name, ranks=spec.ranks, env=env)  # data only: no summary to ingest
     config = configs / f"{spec.name}.yaml"
     config.write_text(yaml.safe_dump(spec.workload, sort_keys=False))
@@ -146,14 +147,14 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
         dlio_dirs = _run_dlio(spec, work, scratch, env, repeats, caches)
         records.append(RunRecord(name=spec.name, kind=spec.kind, ranks=spec.ranks, fsync=spec.fsync, checkpoints=spec.checkpoints,
                                  workload=spec.workload, dlio=dlio_dirs))
-    if not quick:
-        # the null runs again after the scored runs: the machine's pace moves over minutes (docs/realcheck.md), so the
-        # model's inputs are the probes on both sides of the runs it predicts, and how far they moved is kept
-        _say("(f) the null runs again, after the scored runs")
-        after = [[work / d for d in _run_dlio(spec, work, scratch, env, null_repeats, [], first=null_repeats)] for spec in null_runs(scratch)]
-        facts["probes_before"] = {k: facts[k] for k in PROBE_FACTS}
-        facts["probes_drift"] = probe_drift(facts["probes_before"], probe_facts(*after, cores))
-        facts.update(probe_facts(*(b + a for b, a in zip(before, after, strict=True)), cores))
+    # the null runs again after the scored runs: the machine's pace moves over minutes (docs/realcheck.md), so the
+    # model's inputs are the probes on both sides of the runs it predicts, and how far they moved is kept
+    # (in --quick too, once each, so the slow test runs this path)
+    _say("(f) the null runs again, after the scored runs")
+    after = [[work / d for d in _run_dlio(spec, work, scratch, env, null_repeats, [], first=null_repeats)] for spec in null_runs(scratch)]
+    facts["probes_before"] = {k: facts[k] for k in PROBE_FACTS}
+    facts["probes_drift"] = probe_drift(facts["probes_before"], probe_facts(*after, cores))
+    facts.update(probe_facts(*(b + a for b, a in zip(before, after, strict=True)), cores))
     from iowatt.calibration.bundle import now_iso
 
     return RealcheckManifest(format=FORMAT, version=VERSION, created=now_iso(), machine={**facts, "quick": quick}, caches_dropped=all(caches),
@@ -214,7 +215,9 @@ def render_score(report: dict[str, Any]) -> str:
 def check_machine(
     output: Annotated[Path, typer.Option("--output", "-o", help="Bundle directory to create (fio traces, profile, DLIO runs, predictions).")],
     scratch: Annotated[Path | None, typer.Option("--scratch", help="Directory on the disk to measure (default: a new one under $TMPDIR).")] = None,
-    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Real runs of every DLIO configuration (>= 2, for the spread; default 5: a prediction equal to the runs' true mean falls inside the min..max of n runs with probability 1 - 2 x 0.5^n, 94 % at 5, 75 % at 3).")] = 5,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Real runs of every DLIO configuration (>= 2, for the spread; 5 by default: "
+                                         "a prediction equal to the runs' true mean falls inside n runs' min..max with probability "
+                                         "1 - 2 x 0.5^n, 94 % at 5, 75 % at 3).")] = 5,
     quick: Annotated[bool, typer.Option("--quick", help="One checkpoint and one training run, smaller (about 2 minutes on 2 cores).")] = False,
     base: Annotated[str, typer.Option("--base", "-b", help="Catalog SSD whose values fio does not inform (as `iowatt calibrate --base`).")] = "micron-7450-pro",
     dlio_bin: Annotated[
