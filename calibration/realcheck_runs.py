@@ -97,7 +97,11 @@ def _training_run(name: str, model: str, scratch: Path, ranks: int, files: int, 
 
 
 NULL_RECORD_BYTES = 4096  # the null runs' samples: DLIO's own cost, next to nothing to read
-NULL_STEPS = (12, 36)  # two lengths: what a block costs once and what each step costs are two unknowns
+# Two lengths: what a block costs once and what each step costs are two unknowns.  The per-step cost is the difference
+# of the two runs' time outside their steps over the difference in steps, so a block's set-up noise (0.05-0.1 s here)
+# is divided by it: at 12 and 36 steps it moved the figure by 2-4 ms between checks (0.46 -> 1.88 ms within one,
+# docs/realcheck.md); 96 steps apart cut that fourfold for about 0.3 s more of null run.
+NULL_STEPS = (12, 108)
 NULL_BATCH, NULL_BATCH_STEPS = 16, 24  # and a third run with 16 samples per step: what a sample costs the loader
 
 

@@ -175,9 +175,11 @@ def test_real_loop(tmp_path: Path):
     manifest = load(tmp_path / "bundle")
     assert {r.kind for r in manifest.runs} == {"checkpoint", "training"}
     assert all(len(r.dlio) == 2 for r in manifest.runs)
+    from iowatt.calibration.realcheck_runs import null_runs
+
     # the null runs ran again after the scored runs (a second set of directories) and the bundle says how far each moved
     assert set(manifest.machine["probes_drift"]) == set(manifest.machine["probes_before"])
-    assert all((tmp_path / "bundle" / "dlio" / name / "r1").is_dir() for name in ("null_12", "null_36", "null_b16", "null_sleep"))
+    assert all((tmp_path / "bundle" / "dlio" / spec.name / "r1").is_dir() for spec in null_runs(tmp_path))
     report = json.loads(_invoke("validate", "--bundle", str(tmp_path / "bundle"), "-f", "json").output)
     assert [r["measured_mean"] for r in report["metrics"]] == [r["measured_mean"] for r in printed["metrics"]]
     assert [r["predicted"] for r in report["metrics"]] == pytest.approx([r["predicted"] for r in printed["metrics"]])
