@@ -201,7 +201,7 @@ def render_score(report: dict[str, Any]) -> str:
     drift = report["machine"].get("probes_drift") or {}
     if drift:
         moved = ", ".join(f"{label} {d['before'] * scale:.2f} -> {d['after'] * scale:.2f} {unit} ({d['change']:+.0%})"
-                          for key, (label, scale, unit) in _PROBE_LABELS.items() if (d := drift.get(key)))
+                          for key, d in drift.items() for label, scale, unit in [_PROBE_LABELS.get(key, (key, 1.0, ""))])
         notes.append(f"DLIO's own costs, null runs before -> after the scored runs (the predictions use both): {moved}")
     for run in report["runs"]:
         if run["beyond_spread"]:
