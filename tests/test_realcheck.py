@@ -222,3 +222,22 @@ def test_probes_before_and_after_the_runs_are_reported(tmp_path: Path):
     text = " ".join(result.output.split())
     assert "null runs before -> after the scored runs (the predictions use both)" in text
     assert "loop per step 2.00 -> 1.00 ms (-50%)" in text and "loader start 1.00 -> 1.50 s (+50%)" in text
+
+
+def test_scored_runs_are_interleaved_round_by_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The scored runs go in rounds (every run once, then again), so each run's repeats span the stretch the probes
+    bracket: with three runs and three repeats the order is a, b, c, a, b, c, a, b, c; each run's data is generated
+    once before the first round and removed after the last, and each run's repeats land in r0, r1, r2."""
+    from iowatt.calibration.realcheck_runs import RunSpec
+
+    from iowatt.commands import realcheck
+
+    calls: list[str] = []
+    monkeypatch.setattr(realcheck, "_prepare", lambda spec, work, scratch, env: (calls.append(f"prepare {spec.name}"), Path(spec.name))[1])
+    monkeypatch.setattr(realcheck, "_run_once", lambda spec, config, work, scratch, env, k, caches: (calls.append(f"run {spec.name}"),
+                                                                                                     f"dlio/{spec.name}/r{k}")[1])
+    monkeypatch.setattr(realcheck, "_clean", lambda spec, scratch: calls.append(f"clean {spec.name}"))
+    runs = [RunSpec(name, "training", 2, {}) for name in "abc"]
+    done = realcheck._run_interleaved(runs, tmp_path, tmp_path, {}, 3, [])
+    assert calls == ["prepare a", "prepare b", "prepare c", *["run a", "run b", "run c"] * 3, "clean a", "clean b", "clean c"]
+    assert done == [[f"dlio/{n}/r{k}" for k in range(3)] for n in "abc"]

@@ -71,13 +71,11 @@ def _check_places(out: Path, scratch: Path, need_bytes: float) -> None:
         raise UserError(f"--output {out}: expected a writable parent directory, found {parent} {'read-only' if parent.is_dir() else 'missing'}")
 
 
-def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool], first: int = 0) -> list[str]:
-    """Generate the run's data once (training), then run it `repeats` times through `collect dlio`'s runner (into
-    dlio/NAME/r{first}, r{first + 1}, ...)."""
+def _prepare(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str]) -> Path:
+    """Write the run's DLIO configuration and generate its training data once; returns the configuration to run."""
     import yaml
 
     from iowatt.calibration import dlio
-    from iowatt.calibration.realcheck_runs import drop_caches
 
     configs = scratch / "configs" / "workload"
     configs.mkdir(parents=True, exist_ok=True)
@@ -90,17 +88,51 @@ def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], rep
         dlio.launch(generate, scratch / "generated" / spec.name, ranks=spec.ranks, env=env)  # data only: no summary to ingest
     config = configs / f"{spec.name}.yaml"
     config.write_text(yaml.safe_dump(spec.workload, sort_keys=False))
-    done = []
-    for k in range(first, first + repeats):
-        if spec.kind == "checkpoint":
-            shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)  # each repeat writes new files, as the first did
-        caches.append(drop_caches())
-        relative = f"dlio/{spec.name}/r{k}"
-        dlio.run(config, work / relative, ranks=spec.ranks, env=env)
-        done.append(relative)
-        _say(f"  {spec.name} repeat {k + 1 - first}/{repeats} done")
+    return config
+
+
+def _run_once(spec: RunSpec, config: Path, work: Path, scratch: Path, env: dict[str, str], k: int, caches: list[bool]) -> str:
+    """One real run of a prepared configuration through `collect dlio`'s runner, into dlio/NAME/r{k}."""
+    from iowatt.calibration import dlio
+    from iowatt.calibration.realcheck_runs import drop_caches
+
+    if spec.kind == "checkpoint":
+        shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)  # each repeat writes new files, as the first did
+    caches.append(drop_caches())
+    relative = f"dlio/{spec.name}/r{k}"
+    dlio.run(config, work / relative, ranks=spec.ranks, env=env)
+    return relative
+
+
+def _clean(spec: RunSpec, scratch: Path) -> None:
     shutil.rmtree(scratch / "ckpt" / spec.name, ignore_errors=True)
     shutil.rmtree(scratch / "data" / spec.name, ignore_errors=True)
+
+
+def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool], first: int = 0) -> list[str]:
+    """Prepare one run, then run it `repeats` times in a row (dlio/NAME/r{first}, r{first + 1}, ...): the null runs."""
+    config = _prepare(spec, work, scratch, env)
+    done = []
+    for k in range(first, first + repeats):
+        done.append(_run_once(spec, config, work, scratch, env, k, caches))
+        _say(f"  {spec.name} repeat {k + 1 - first}/{repeats} done")
+    _clean(spec, scratch)
+    return done
+
+
+def _run_interleaved(runs: list[RunSpec], work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool]) -> list[list[str]]:
+    """Every scored run once, then again, `repeats` rounds: each run's repeats then span the whole stretch the probes on
+    either side bracket, so its min..max holds the machine's drift over it as the pooled probes do (run back to back,
+    the first run's repeats saw only the first minutes and the last's only the last; calibration.runner and
+    calibration.pass_test interleave their repeats for the same reason)."""
+    configs = [_prepare(spec, work, scratch, env) for spec in runs]
+    done: list[list[str]] = [[] for _ in runs]
+    for k in range(repeats):
+        for i, (spec, config) in enumerate(zip(runs, configs, strict=True)):
+            done[i].append(_run_once(spec, config, work, scratch, env, k, caches))
+        _say(f"  round {k + 1}/{repeats} done ({', '.join(spec.name for spec in runs)})")
+    for spec in runs:
+        _clean(spec, scratch)
     return done
 
 
@@ -141,12 +173,11 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
          f"vm.dirty_ratio {facts['dirty_ratio']} %")
     predictions = {r.name: predict(r.name, r.kind, workload_for(r.kind, r.workload, r.ranks, r.fsync, r.checkpoints, facts), facts,
                                    str(work / "profile.yaml")) for r in runs}
-    _say(f"(e) run DLIO, {repeats} repeats each")
-    records, caches = [], []
-    for spec in runs:
-        dlio_dirs = _run_dlio(spec, work, scratch, env, repeats, caches)
-        records.append(RunRecord(name=spec.name, kind=spec.kind, ranks=spec.ranks, fsync=spec.fsync, checkpoints=spec.checkpoints,
-                                 workload=spec.workload, dlio=dlio_dirs))
+    _say(f"(e) run DLIO, {repeats} rounds of every run")
+    caches: list[bool] = []
+    records = [RunRecord(name=spec.name, kind=spec.kind, ranks=spec.ranks, fsync=spec.fsync, checkpoints=spec.checkpoints,
+                         workload=spec.workload, dlio=dlio_dirs)
+               for spec, dlio_dirs in zip(runs, _run_interleaved(runs, work, scratch, env, repeats, caches), strict=True)]
     # the null runs again after the scored runs: the machine's pace moves over minutes (docs/realcheck.md), so the
     # model's inputs are the probes on both sides of the runs it predicts, and how far they moved is kept
     # (in --quick too, once each, so the slow test runs this path)
