@@ -222,7 +222,11 @@ def launch(config: Path, workdir: Path, extra: list[str] | None = None, ranks: i
         mpirun = shutil.which("mpirun", path=(env or {}).get("PATH"))
         if mpirun is None:
             raise DlioError(f"{ranks} ranks need mpirun on PATH (Debian: apt-get install openmpi-bin)")
-        launcher = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]
+        # --bind-to none: OpenMPI binds each rank to one core when np <= 2 (to a socket above), and the DataLoader
+        # workers a rank forks inherit it, so two ranks would each run with their workers on one core of their own.
+        # MLPerf Storage's benchmark.sh launches with MPICH's mpirun (its README installs mpich), which binds
+        # nothing by default, and the model shares the host's cores among every rank and worker: run it that way.
+        launcher = [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
     args = [*launcher, exe, f"--config-dir={config_dir.resolve()}", f"workload={config.stem}", f"++hydra.run.dir={workdir.resolve()}", *(extra or [])]
     done = subprocess.run(args, capture_output=True, text=True, cwd=workdir, env=env)
     (workdir / "dlio.stdout").write_text(done.stdout + done.stderr)
