@@ -134,3 +134,21 @@ def test_live_dlio_run_becomes_a_bundle(tmp_path: Path):
     epochs = bundle.read_csv(out / "tables" / "epochs.csv")
     assert len(epochs) == 2 and all(float(r["train_throughput_samples_per_second"]) > 0 for r in epochs)
     assert not (tmp_path / "bundle.dlio-run").exists()
+
+
+def test_ranks_are_launched_unbound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Two ranks start under mpirun with --bind-to none: OpenMPI would otherwise bind each rank (and the loader workers
+    it forks) to one core, while MLPerf Storage's MPICH launch binds nothing and the model shares the host's cores."""
+    import subprocess
+
+    from iowatt.calibration import dlio
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(dlio.shutil, "which", lambda name, path=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(subprocess, "run", lambda args, **kw: (seen.append(list(args)), subprocess.CompletedProcess(args, 0, "", ""))[1])
+    config = tmp_path / "workload" / "w.yaml"
+    config.parent.mkdir()
+    config.write_text("model: w\n")
+    dlio.launch(config, tmp_path / "run", ranks=2)
+    args = seen[0]
+    assert args[0] == "/usr/bin/mpirun" and args[args.index("--bind-to") + 1] == "none" and args[args.index("-np") + 1] == "2"
