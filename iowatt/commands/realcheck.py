@@ -246,10 +246,11 @@ def render_score(report: dict[str, Any]) -> str:
 def check_machine(
     output: Annotated[Path, typer.Option("--output", "-o", help="Bundle directory to create (fio traces, profile, DLIO runs, predictions).")],
     scratch: Annotated[Path | None, typer.Option("--scratch", help="Directory on the disk to measure (default: a new one under $TMPDIR).")] = None,
-    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Real runs of every DLIO configuration (>= 2, for the spread; 5 by default: "
-                                         "a prediction equal to the runs' true mean falls inside n runs' min..max with probability "
-                                         "1 - 2 x 0.5^n, 94 % at 5, 75 % at 3).")] = 5,
-    quick: Annotated[bool, typer.Option("--quick", help="One checkpoint and one training run, smaller (about 2 minutes on 2 cores).")] = False,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Real runs of every DLIO configuration, in rounds (every run once, then "
+                                         "again; >= 2, for the spread; 5 by default: a prediction equal to the runs' true mean falls "
+                                         "inside n runs' min..max with probability 1 - 2 x 0.5^n, 94 % at 5, 75 % at 3).")] = 5,
+    quick: Annotated[bool, typer.Option("--quick", help="One checkpoint and one training run, smaller (about 4 minutes on 2 cores, "
+                                        "with fio and the probes).")] = False,
     base: Annotated[str, typer.Option("--base", "-b", help="Catalog SSD whose values fio does not inform (as `iowatt calibrate --base`).")] = "micron-7450-pro",
     dlio_bin: Annotated[
         Path | None, typer.Option("--dlio-bin", envvar="IOWATT_DLIO_BIN", help="Folder holding dlio_benchmark (e.g. a venv's bin), if not on PATH.")
