@@ -70,6 +70,13 @@ def dirty_buffer_bytes(memory_bytes: float, resident_bytes: float, dirty_ratio: 
     return dirty_thresholds(dirtyable, dirty_ratio, background_ratio)["setpoint"]
 
 
+def dirty_background_bytes(memory_bytes: float, resident_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_RATIO,
+                           background_ratio: float = DEFAULT_DIRTY_BACKGROUND_RATIO) -> float:
+    """Dirty bytes above which the flusher writes back in the background, over the memory the application does not hold."""
+    dirtyable = max(0.0, memory_bytes - resident_bytes)
+    return dirty_thresholds(dirtyable, dirty_ratio, background_ratio)["background"]
+
+
 def serial_seconds_per_byte(*rates_Bps: float) -> float:
     """Seconds one thread spends per byte on stages it runs one after another (rates in bytes/s; inf = free)."""
     total = 0.0

@@ -262,3 +262,22 @@ def test_fill_changes_a_drive_bound_checkpoint_through_write_amplification():
     assert wa[0] == pytest.approx(1.0, abs=1e-9)
     assert all(b > a for a, b in itertools.pairwise(wa))
     assert all(b > a for a, b in itertools.pairwise(seconds))
+
+
+def test_below_the_background_threshold_nothing_is_written_back_before_the_sync():
+    """Oracle: Linux's rule for dirty pages (Documentation/admin-guide/sysctl/vm.rst: the flusher starts at
+    vm.dirty_background_ratio of the dirtyable memory; below it, pages wait for a sync or their 30 s expiry).  A 40 GB
+    save on a 1 TB host (background threshold 98 GB) lands whole in the page cache, so with fsync it takes the host's
+    time and then every byte at the drive's rate, S / H + S / D, and without it S / H.  On a 128 GB host (threshold
+    8.8 GB) the flusher writes while the ranks serialize, so the synced save is shorter than that sum."""
+    drive = _drive_rate_Bps()
+    host_Bps = 8 * 2e9  # eight ranks at save_GBps_per_rank 2
+    small = ("workload.size=40 GB", "workload.ranks=8", "workload.regenerate=none", "workload.count=1", "workload.save_GBps_per_rank=2")
+    t = {}
+    for memory in ("1024 GB", "128 GB"):
+        for fsync in ("false", "true"):
+            doc = _run_file(MICRON / "checkpoint_p5336_ps0.yaml", f"system.server.memory={memory}", *small, f"workload.fsync={fsync}")
+            t[memory, fsync] = doc["metrics"]["save_checkpoint_duration_mean_seconds"]
+    assert t["1024 GB", "false"] == pytest.approx(40e9 / host_Bps, rel=1e-3)
+    assert t["1024 GB", "true"] == pytest.approx(40e9 / host_Bps + 40e9 / drive, rel=1e-3)
+    assert t["128 GB", "true"] < (40e9 / host_Bps + 40e9 / drive) * 0.95

@@ -241,7 +241,8 @@ class _Training:
             marks.written = max(marks.written, env.now)
             marks.release(env.now)
             mine.succeed()
-            yield from self._written_back(rank)
+            if (flushed := self.saver.sync(rank)) is not None:  # the stage is flushed: a local checkpoint must survive a restart
+                yield flushed
             marks.staged = max(marks.staged, env.now)
             yield from self._drain(rank, amount, marks, paths)
         marks.durable = max(marks.durable, env.now)

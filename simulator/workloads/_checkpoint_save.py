@@ -16,6 +16,12 @@ from iowatt.simulator.workloads._checkpoint_params import CheckpointParams
 # max-min weight of a writeback flow relative to a writer: small, so a writer below its dirty budget is not
 # slowed by the flusher (its bytes land in the page cache); the flusher gets the drive's spare rate
 WRITEBACK_WEIGHT = 1e-3
+# Linux leaves dirty pages alone until the dirty pages pass the background threshold (balance_dirty_pages starts
+# the background flusher above vm.dirty_background_ratio of the dirtyable memory), a file is synced, or its pages
+# are older than vm.dirty_expire_centisecs, 30 s by default (Documentation/admin-guide/sysctl/vm.rst).  Measured on
+# the development VM (2026-11-28): 1 GiB written buffered stayed Dirty in /proc/meminfo for 3 s (its background
+# threshold 2.3 GB), and fsync then wrote all of it.  The flusher's 5 s wake-up after the expiry is left out.
+DIRTY_EXPIRE_SECONDS = 30.0
 
 
 def checkpoints_per_pass(params: CheckpointParams, capacity: float, size: float) -> int:
@@ -49,6 +55,7 @@ class ShardPlan:
     writers: int                      # ranks that write something
     resident: float                   # bytes of host memory the benchmark holds
     dirty_budget: float               # page-cache bytes all ranks may dirty before writeback throttles them
+    background_bytes: float           # dirty bytes above which the flusher writes back (below: a sync or the expiry)
 
     @classmethod
     def build(cls, ctx: RunContext, params: CheckpointParams) -> ShardPlan:
@@ -69,11 +76,12 @@ class ShardPlan:
             total = params.count
         memory = system.config.server.memory
         resident = resident_bytes(params, parts, memory)
-        dirty_budget = 0.0
+        dirty_budget = background = 0.0
         if params.io_path == "buffered":
             dirty_budget = host_io.dirty_buffer_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
+            background = host_io.dirty_background_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
         writers = sum(1 for s in shards if s > 0)
-        return cls(parts, shards, size, per_pass, total, writers, resident, dirty_budget)
+        return cls(parts, shards, size, per_pass, total, writers, resident, dirty_budget, background)
 
 
 class RankSaver:
@@ -93,7 +101,12 @@ class RankSaver:
         self.optimizer_cost = made_cost if params.regenerate == "all" else save_cost
         self.cores = [engine.constraint(f"ckpt.rank{r}.core", self.core_speed) for r in range(len(plan.parts))]
         self.memory_passes = 3.0 if params.io_path == "buffered" else 2.0  # serializer writes, (page-cache copy), DMA reads
-        self.writeback: list[simpy.Event | None] = [None] * len(plan.parts)  # each rank's pending writeback of its last dirty bytes
+        self.writeback: list[simpy.Event | None] = [None] * len(plan.parts)  # each rank's pending writeback of its dirty bytes
+        # the page cache's dirty bytes: per rank (its budget), in all (the background threshold), and what wakes the flusher
+        self.rank_dirty = [0.0] * len(plan.parts)
+        self.dirty_total = 0.0
+        self.over_background = ctx.env.event()
+        self.synced = [ctx.env.event() for _ in plan.parts]
         # DLIO writes a rank's weights as one file per layer of its pipeline stage, its optimizer state as one file
         self.weight_files = 1 if params.layers is None else math.ceil(params.layers / params.parallelism()["pp"])
         self.flush_concurrency = host_io.flush_concurrency(params.flush_sync_share, max(1, plan.writers))
@@ -106,9 +119,28 @@ class RankSaver:
         return usage
 
     def _drain(self, rank: int, amount: float, drive: Usage, absorbed: simpy.Event) -> Generator[simpy.Event, object, None]:
+        env = self.ctx.env
         yield absorbed
+        self.dirty_total += amount
+        if self.dirty_total > self.plan.background_bytes:
+            woken, self.over_background = self.over_background, env.event()
+            woken.succeed()
+        else:
+            # below the background threshold the pages wait for a sync, the threshold or their expiry (DIRTY_EXPIRE_SECONDS)
+            yield simpy.AnyOf(env, [self.over_background, self.synced[rank], env.timeout(DIRTY_EXPIRE_SECONDS)])
         # writers fill the page cache at their own pace while it has room; writeback takes what the drive has left
         yield self.ctx.engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
+        self.dirty_total -= amount
+        self.rank_dirty[rank] -= amount
+
+    def sync(self, rank: int) -> simpy.Event | None:
+        """The rank's dirty pages written back now (fsync, a flush at close): the event their writeback ends, None if none."""
+        pending = self.writeback[rank]
+        if pending is None or pending.processed:
+            return None
+        asked, self.synced[rank] = self.synced[rank], self.ctx.env.event()
+        asked.succeed()
+        return pending
 
     def close_flush_seconds(self, amount: float, files: int, cost: float, drive: Usage) -> float:
         """Seconds a rewritten part takes when each of its files is made, then flushed at close
@@ -128,15 +160,17 @@ class RankSaver:
         for amount, cost, files in phases:
             start = env.now
             pending = self.writeback[rank]
-            # the page cache has room for `tail` bytes unless this rank's earlier dirty bytes still hold it
-            tail = min(budget, amount) if pending is None or pending.processed else 0.0
+            # the page cache has room for `tail` bytes, less what this rank's earlier dirty bytes still hold of it
+            tail = min(max(0.0, budget - self.rank_dirty[rank]), amount)
             flows = [engine.transfer(f"ckpt.rank{rank}", amount - tail, self.host_usage(rank, cost) + drive)] if amount > tail else []
             if tail > 0.0:
                 # the tank fills while the drive writes: the rank's core is shared by the bytes that land in the
                 # page cache and the bytes the drive takes, so the cache fills at (host - drive) rate, as in the
                 # closed form (models.host_io.phased_write_seconds); the cached bytes are written back afterwards
                 absorb = engine.start(f"ckpt.rank{rank}.absorb", tail, self.host_usage(rank, cost))
-                self.writeback[rank] = env.process(self._drain(rank, tail, drive, absorb.done))
+                self.rank_dirty[rank] += tail
+                drain = env.process(self._drain(rank, tail, drive, absorb.done))
+                self.writeback[rank] = drain if pending is None or pending.processed else simpy.AllOf(env, [pending, drain])
                 flows.append(absorb.done)
             if flows:
                 yield simpy.AllOf(env, flows)
@@ -148,13 +182,12 @@ class RankSaver:
                 wait = self.close_flush_seconds(amount, files, cost, drive) - (env.now - start)
                 if wait > 0.0:
                     yield env.timeout(wait)
-            elif (pending := self.writeback[rank]) is not None and not pending.processed:
+            elif (flushed := self.sync(rank)) is not None:
                 # a file larger than the dirty budget: the flusher wrote most of it; its dirty remainder is
                 # flushed at close while all ranks close theirs (the same at both ends of flush_sync_share)
-                yield pending
-        last = self.writeback[rank]
-        if params.fsync and last is not None and not last.processed:
-            yield last
+                yield flushed
+        if params.fsync and (synced := self.sync(rank)) is not None:
+            yield synced
         if params.fsync_latency > 0.0:
             yield env.timeout(params.fsync_latency)
 

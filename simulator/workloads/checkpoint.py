@@ -24,9 +24,13 @@ part's first dirty-budget bytes land in the page cache while the drive
 writes (the rank's core is shared by both, so the cache fills at host minus
 drive rate, the fluid tank of models.host_io.phased_write_seconds); they are
 written back later by a low-weight flow that takes the drive's spare rate,
-and `fsync` waits for it.  The dirty budget is Linux's setpoint over the
+and `fsync` waits for it.  Linux's flusher starts only once all ranks' dirty
+bytes pass the background threshold (vm.dirty_background_ratio of the same
+memory); below it a rank's dirty bytes wait for its sync (fsync, a flush at
+close) or their 30 s expiry, so a save far smaller than the host's memory
+writes nothing until its fsync.  The dirty budget is Linux's setpoint over the
 memory the benchmark does not hold (models.host_io.dirty_buffer_bytes); a
-rank whose earlier dirty bytes are still cached gets no new budget.  All
+rank's earlier dirty bytes still cached hold their share of it.  All
 ranks start together; the checkpoint ends when the last rank's save
 returns, as DLIO times it.
 
