@@ -126,8 +126,14 @@ class RankSaver:
             woken, self.over_background = self.over_background, env.event()
             woken.succeed()
         else:
-            # below the background threshold the pages wait for a sync, the threshold or their expiry (DIRTY_EXPIRE_SECONDS)
-            yield simpy.AnyOf(env, [self.over_background, self.synced[rank], env.timeout(DIRTY_EXPIRE_SECONDS)])
+            # below the background threshold the pages wait for a sync, the threshold or their expiry (DIRTY_EXPIRE_SECONDS).
+            # A rank that fsyncs every save is released by it: no expiry timer then, since a timer left behind would
+            # still move the clock (and the energy's idle time) when the run has ended; a save whose serialization
+            # alone outlasts the expiry below the threshold is the case this leaves out
+            wakes = [self.over_background, self.synced[rank]]
+            if not self.params.fsync:
+                wakes.append(env.timeout(DIRTY_EXPIRE_SECONDS))
+            yield simpy.AnyOf(env, wakes)
         # writers fill the page cache at their own pace while it has room; writeback takes what the drive has left
         yield self.ctx.engine.transfer(f"ckpt.rank{rank}.writeback", amount, drive, weight=WRITEBACK_WEIGHT)
         self.dirty_total -= amount
@@ -178,7 +184,9 @@ class RankSaver:
                 continue
             if amount / files <= budget:
                 # every file is dirty whole when it is closed: the rank makes it, then waits for its flush, so the
-                # part takes at least the law's time (the bytes themselves went through the flows above)
+                # part takes at least the law's time (the bytes themselves went through the flows above; the close
+                # flushes release this rank's dirty bytes to the drive now)
+                self.sync(rank)
                 wait = self.close_flush_seconds(amount, files, cost, drive) - (env.now - start)
                 if wait > 0.0:
                     yield env.timeout(wait)
