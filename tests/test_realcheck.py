@@ -238,6 +238,6 @@ def test_scored_runs_are_interleaved_round_by_round(tmp_path: Path, monkeypatch:
                                                                                                      f"dlio/{spec.name}/r{k}")[1])
     monkeypatch.setattr(realcheck, "_clean", lambda spec, scratch: calls.append(f"clean {spec.name}"))
     runs = [RunSpec(name, "training", 2, {}) for name in "abc"]
-    done = realcheck._run_interleaved(runs, tmp_path, tmp_path, {}, 3, [])
+    done = realcheck._run_dlio(runs, tmp_path, tmp_path, {}, 3, [])
     assert calls == ["prepare a", "prepare b", "prepare c", *["run a", "run b", "run c"] * 3, "clean a", "clean b", "clean c"]
     assert done == [[f"dlio/{n}/r{k}" for k in range(3)] for n in "abc"]

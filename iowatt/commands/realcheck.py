@@ -109,28 +109,19 @@ def _clean(spec: RunSpec, scratch: Path) -> None:
     shutil.rmtree(scratch / "data" / spec.name, ignore_errors=True)
 
 
-def _run_dlio(spec: RunSpec, work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool], first: int = 0) -> list[str]:
-    """Prepare one run, then run it `repeats` times in a row (dlio/NAME/r{first}, r{first + 1}, ...): the null runs."""
-    config = _prepare(spec, work, scratch, env)
-    done = []
-    for k in range(first, first + repeats):
-        done.append(_run_once(spec, config, work, scratch, env, k, caches))
-        _say(f"  {spec.name} repeat {k + 1 - first}/{repeats} done")
-    _clean(spec, scratch)
-    return done
-
-
-def _run_interleaved(runs: list[RunSpec], work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool]) -> list[list[str]]:
-    """Every scored run once, then again, `repeats` rounds: each run's repeats then span the whole stretch the probes on
-    either side bracket, so its min..max holds the machine's drift over it as the pooled probes do (run back to back,
-    the first run's repeats saw only the first minutes and the last's only the last; calibration.runner and
-    calibration.pass_test interleave their repeats for the same reason)."""
+def _run_dlio(runs: list[RunSpec], work: Path, scratch: Path, env: dict[str, str], repeats: int, caches: list[bool],
+              first: int = 0) -> list[list[str]]:
+    """Every run once, then again, `repeats` rounds (into dlio/NAME/r{first}, r{first + 1}, ...): each run's repeats
+    then span the whole stretch the probes on either side bracket, so its min..max holds the machine's drift over it as
+    the pooled probes do (run back to back, the first run's repeats saw only the first minutes and the last's only the
+    last; calibration.runner and calibration.pass_test interleave their repeats for the same reason).  Each run's data
+    is generated once before the first round and removed after the last."""
     configs = [_prepare(spec, work, scratch, env) for spec in runs]
     done: list[list[str]] = [[] for _ in runs]
-    for k in range(repeats):
+    for k in range(first, first + repeats):
         for i, (spec, config) in enumerate(zip(runs, configs, strict=True)):
             done[i].append(_run_once(spec, config, work, scratch, env, k, caches))
-        _say(f"  round {k + 1}/{repeats} done ({', '.join(spec.name for spec in runs)})")
+        _say(f"  round {k + 1 - first}/{repeats} done ({', '.join(spec.name for spec in runs)})")
     for spec in runs:
         _clean(spec, scratch)
     return done
@@ -156,7 +147,7 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     records = tuple(int(r.workload["dataset"]["record_length"]) for r in runs if r.kind == "training")  # type: ignore[index]
     facts: dict[str, Any] = {**machine_facts(), **probe(scratch, records=records)}
     null_repeats, cores = 1 if quick else 2, int(facts["cores"])
-    before = [[work / d for d in _run_dlio(spec, work, scratch, env, null_repeats, [])] for spec in null_runs(scratch)]
+    before = [[work / d for d in dirs] for dirs in _run_dlio(null_runs(scratch), work, scratch, env, null_repeats, [])]
     facts.update(probe_facts(*before, cores))
     try:  # the trainer's CPU in the hand-over, with DLIO's own PyTorch
         facts.update(handover_cpu(dlio_python(Path(shutil.which("dlio_benchmark", path=env.get("PATH")) or "dlio_benchmark"))))
@@ -177,12 +168,12 @@ def _measure(work: Path, scratch: Path, runs: list[RunSpec], repeats: int, base:
     caches: list[bool] = []
     records = [RunRecord(name=spec.name, kind=spec.kind, ranks=spec.ranks, fsync=spec.fsync, checkpoints=spec.checkpoints,
                          workload=spec.workload, dlio=dlio_dirs)
-               for spec, dlio_dirs in zip(runs, _run_interleaved(runs, work, scratch, env, repeats, caches), strict=True)]
+               for spec, dlio_dirs in zip(runs, _run_dlio(runs, work, scratch, env, repeats, caches), strict=True)]
     # the null runs again after the scored runs: the machine's pace moves over minutes (docs/realcheck.md), so the
     # model's inputs are the probes on both sides of the runs it predicts, and how far they moved is kept
     # (in --quick too, once each, so the slow test runs this path)
     _say("(f) the null runs again, after the scored runs")
-    after = [[work / d for d in _run_dlio(spec, work, scratch, env, null_repeats, [], first=null_repeats)] for spec in null_runs(scratch)]
+    after = [[work / d for d in dirs] for dirs in _run_dlio(null_runs(scratch), work, scratch, env, null_repeats, [], first=null_repeats)]
     facts["probes_before"] = {k: facts[k] for k in PROBE_FACTS}
     facts["probes_drift"] = probe_drift(facts["probes_before"], probe_facts(*after, cores))
     facts.update(probe_facts(*(b + a for b, a in zip(before, after, strict=True)), cores))
