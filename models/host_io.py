@@ -63,18 +63,26 @@ def dirty_thresholds(dirtyable_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_
     return {"background": background, "freerun": freerun, "setpoint": setpoint, "limit": limit}
 
 
+def dirty_thresholds_beside(memory_bytes: float, resident_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_RATIO,
+                            background_ratio: float = DEFAULT_DIRTY_BACKGROUND_RATIO) -> dict[str, float]:
+    """dirty_thresholds over the memory the application does not hold (its resident bytes are not dirtyable)."""
+    return dirty_thresholds(max(0.0, memory_bytes - resident_bytes), dirty_ratio, background_ratio)
+
+
 def dirty_buffer_bytes(memory_bytes: float, resident_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_RATIO,
                        background_ratio: float = DEFAULT_DIRTY_BACKGROUND_RATIO) -> float:
     """Dirty bytes a throttled writer leaves in the page cache: the setpoint over the memory the application does not hold."""
-    dirtyable = max(0.0, memory_bytes - resident_bytes)
-    return dirty_thresholds(dirtyable, dirty_ratio, background_ratio)["setpoint"]
+    return dirty_thresholds_beside(memory_bytes, resident_bytes, dirty_ratio, background_ratio)["setpoint"]
 
 
-def dirty_background_bytes(memory_bytes: float, resident_bytes: float, dirty_ratio: float = DEFAULT_DIRTY_RATIO,
-                           background_ratio: float = DEFAULT_DIRTY_BACKGROUND_RATIO) -> float:
-    """Dirty bytes above which the flusher writes back in the background, over the memory the application does not hold."""
-    dirtyable = max(0.0, memory_bytes - resident_bytes)
-    return dirty_thresholds(dirtyable, dirty_ratio, background_ratio)["background"]
+def page_cache_bytes(resident_per_host: list[float], memory_bytes: float, dirty_ratio: float, background_ratio: float,
+                     buffered: bool) -> tuple[float, float]:
+    """(dirty budget, background threshold) summed over hosts of `memory_bytes` each holding its resident bytes: the
+    setpoint a throttled writer settles at and the level the flusher starts writing back at; none without the cache."""
+    if not buffered:
+        return 0.0, 0.0
+    limits = [dirty_thresholds_beside(memory_bytes, r, dirty_ratio, background_ratio) for r in resident_per_host]
+    return sum(t["setpoint"] for t in limits), sum(t["background"] for t in limits)
 
 
 def serial_seconds_per_byte(*rates_Bps: float) -> float:

@@ -92,11 +92,8 @@ def _host_memory(ctx: RunContext, params: CheckpointParams, design: SaveDesign, 
             f"workload.save.mode: {design.mode} keeps each host's shards in host memory; host {worst} needs "
             f"{resident[worst] / 1e9:.0f} GB, system.server.memory is {memory / 1e9:.0f} GB"
         )
-    dirty = background = 0.0
-    if params.io_path == "buffered":
-        # summed over the hosts, as the ranks' dirty bytes are (the hosts hold alike shares)
-        dirty = sum(host_io.dirty_buffer_bytes(memory, r, params.dirty_ratio, params.dirty_background_ratio) for r in resident)
-        background = sum(host_io.dirty_background_bytes(memory, r, params.dirty_ratio, params.dirty_background_ratio) for r in resident)
+    # summed over the hosts, as the ranks' dirty bytes are (the hosts hold alike shares)
+    dirty, background = host_io.page_cache_bytes(resident, memory, params.dirty_ratio, params.dirty_background_ratio, params.io_path == "buffered")
     return replace(plan, resident=sum(resident), dirty_budget=dirty, background_bytes=background)
 
 

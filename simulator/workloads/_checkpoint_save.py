@@ -76,10 +76,8 @@ class ShardPlan:
             total = params.count
         memory = system.config.server.memory
         resident = resident_bytes(params, parts, memory)
-        dirty_budget = background = 0.0
-        if params.io_path == "buffered":
-            dirty_budget = host_io.dirty_buffer_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
-            background = host_io.dirty_background_bytes(memory, resident, params.dirty_ratio, params.dirty_background_ratio)
+        dirty_budget, background = host_io.page_cache_bytes([resident], memory, params.dirty_ratio, params.dirty_background_ratio,
+                                                     params.io_path == "buffered")
         writers = sum(1 for s in shards if s > 0)
         return cls(parts, shards, size, per_pass, total, writers, resident, dirty_budget, background)
 

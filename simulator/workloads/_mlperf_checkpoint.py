@@ -73,6 +73,7 @@ class SavePlan(Protocol):
     writers: int
     resident: float
     dirty_budget: float
+    background_bytes: float
 
 
 class RankSaver(Protocol):
@@ -103,8 +104,8 @@ def hosts_plan(plan: SavePlan, hosts: int, memory: float, kept_total: float, dir
                buffered: bool) -> SavePlan:
     """The plan with the page cache and resident state of `hosts` hosts of `memory` bytes each (one budget per host)."""
     resident = min(kept_total / hosts, memory)
-    budget = host_io.dirty_buffer_bytes(memory, resident, dirty_ratio, background_ratio) * hosts if buffered else 0.0
-    return dataclasses.replace(plan, resident=resident * hosts, dirty_budget=budget)  # type: ignore[type-var]
+    budget, background = host_io.page_cache_bytes([resident] * hosts, memory, dirty_ratio, background_ratio, buffered)
+    return dataclasses.replace(plan, resident=resident * hosts, dirty_budget=budget, background_bytes=background)  # type: ignore[type-var]
 
 
 def _timed(env: simpy.Environment, steps: Generator[simpy.Event, object, None], out: list[float], rank: int
